@@ -1,0 +1,34 @@
+# todoweb — `make run` starts the app with a demo agent; `make test` runs every test.
+# Both create .venv and install the pinned requirements on first use.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: help run test lint bench clean
+
+help:  ## List the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+run: $(STAMP)  ## Start todoweb on http://127.0.0.1:8000 (SQLite, in-memory layer) with a demo agent
+	$(PY) manage.py start
+
+test: $(STAMP)  ## Run the whole test suite (set DATABASE_URL / REDIS_URL to use PostgreSQL / Redis)
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)  ## ruff format --check + ruff check
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMP)  ## Run the benchmarks under bench/
+	$(PY) bench/write_path.py
+
+$(STAMP): requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+clean:  ## Remove the virtualenv and local databases
+	rm -rf $(VENV) db.sqlite3* .test-db.sqlite3*

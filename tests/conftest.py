@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from todoweb.models import ApiToken, Project
+from todoweb.tokens import token_create
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+@pytest.fixture(autouse=True)
+def fast_hasher(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def no_rate_limit(settings):
+    settings.TODOWEB_RATE_LIMIT = 0
+
+
+@pytest.fixture
+def project(db) -> Project:
+    return Project.objects.create(name="Alpha", slug="alpha")
+
+
+@pytest.fixture
+def token(project) -> str:
+    _, raw, _ = token_create(project_slug=project.slug)
+    return raw
+
+
+@pytest.fixture
+def read_token(project) -> str:
+    _, raw, _ = token_create(project_slug=project.slug, scope=ApiToken.Scope.READ)
+    return raw
+
+
+class Api:
+    """Calls the API through the real URLs and middleware with a bearer token."""
+
+    def __init__(self, raw_token: str):
+        self.client = Client()
+        self.headers = {"Authorization": f"Bearer {raw_token}"}
+
+    def post(self, path: str, body: Any, *, headers: dict[str, str] | None = None, **extra):
+        data = body if isinstance(body, (str, bytes)) else json.dumps(body)
+        return self.client.post(
+            path, data=data, content_type="application/json", headers=self.headers | (headers or {}), **extra
+        )
+
+    def tool(self, key: str, body: Any, *, query: str = "", headers: dict[str, str] | None = None):
+        return self.post(f"/api/v1/sessions/{key}/tool{query}", body, headers=headers)
+
+    def call(self, key: str, tool: str, args: Any, *, call_id: str | None = None, query: str = "", headers=None):
+        body = {"tool": tool, "input": args} | ({"id": call_id} if call_id else {})
+        return self.tool(key, body, query=query, headers=headers)
+
+    def get(self, path: str, **extra):
+        return self.client.get(path, headers=self.headers, **extra)
+
+    def patch(self, path: str, body: Any):
+        return self.client.patch(path, data=json.dumps(body), content_type="application/json", headers=self.headers)
+
+    def delete(self, path: str):
+        return self.client.delete(path, headers=self.headers)
+
+
+@pytest.fixture
+def api(token) -> Api:
+    return Api(token)
+
+
+@pytest.fixture
+def read_api(read_token) -> Api:
+    return Api(read_token)

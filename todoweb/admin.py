@@ -1,0 +1,165 @@
+"""The staff console: projects and their policy, tokens, sessions, revisions."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from .models import ApiToken, Project, Revision, Session, ShareLink, Step
+from .services import publish_state
+from .tokens import token_revoke
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "single_in_progress", "max_items", "max_content_chars", "reply_style", "created_at"]
+    list_filter = ["single_in_progress", "reply_style"]
+    search_fields = ["slug", "name"]
+    prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["members"]
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "members"]}),
+        ("Policy", {"fields": ["single_in_progress", "max_items", "max_content_chars", "reply_style"]}),
+    ]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "project", "name", "scope", "created_at", "last_used_at", "active"]
+    list_filter = ["scope", "project", ("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["prefix", "name", "project__slug"]
+    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def get_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> list[str]:
+        if obj is None:
+            return ["project", "name", "scope"]
+        return ["project", "name", "scope", "prefix", "created_at", "last_used_at", "revoked_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> list[str]:
+        return self.readonly_fields + (["project", "scope"] if obj else [])
+
+    @admin.display(boolean=True)
+    def active(self, token: ApiToken) -> bool:
+        return token.is_active
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form, change: bool) -> None:
+        if not change:
+            raw = ApiToken.new_raw()
+            obj.set_raw(raw)
+            # Shown once: only the digest is stored.
+            messages.warning(request, f"New API token (copy it now, it will not be shown again): {raw}")
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        count = token_revoke(queryset)
+        self.message_user(request, f"Revoked {count} token(s).")
+
+
+class StepInline(admin.TabularInline):
+    model = Step
+    fields = ["position", "step_id", "content", "status", "active_form", "started_at", "completed_at", "reopened"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(Session)
+class SessionAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "key", "project", "dialect", "state_badge", "progress_text", "revision", "updated_at"]
+    list_filter = [
+        "project",
+        "dialect",
+        ("closed_at", admin.EmptyFieldListFilter),
+        ("archived_at", admin.EmptyFieldListFilter),
+    ]
+    search_fields = ["key", "title", "public_id"]
+    list_select_related = ["project"]
+    readonly_fields = [
+        "project",
+        "key",
+        "public_id",
+        "dialect",
+        "parent",
+        "revision",
+        "total_steps",
+        "completed_steps",
+        "open_steps",
+        "current_text",
+        "created_at",
+        "updated_at",
+        "closed_at",
+        "archived_at",
+        "revisions_link",
+    ]
+    fields = ["title", *readonly_fields]
+    inlines = [StepInline]
+    actions = ["close", "archive"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # sessions are created by their agents' first call
+
+    @admin.display(description="state")
+    def state_badge(self, session: Session) -> str:
+        return session.state
+
+    @admin.display(description="progress")
+    def progress_text(self, session: Session) -> str:
+        return f"{session.completed_steps}/{session.total_steps}"
+
+    @admin.display(description="revisions")
+    def revisions_link(self, session: Session) -> str:
+        url = reverse("admin:todoweb_revision_changelist") + f"?session__id__exact={session.pk}"
+        return format_html('<a href="{}">{} revision(s)</a>', url, session.revision)
+
+    @admin.action(description="Close selected sessions")
+    def close(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
+        for session in queryset.filter(closed_at__isnull=True):
+            session.closed_at = timezone.now()
+            session.save(update_fields=["closed_at"])
+            publish_state(session)
+        self.message_user(request, "Closed.")
+
+    @admin.action(description="Archive selected sessions")
+    def archive(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
+        count = queryset.filter(archived_at__isnull=True).update(archived_at=timezone.now())
+        self.message_user(request, f"Archived {count} session(s).")
+
+
+@admin.register(Revision)
+class RevisionAdmin(admin.ModelAdmin):
+    list_display = ["session", "number", "tool", "dialect", "call_id", "created_at"]
+    list_filter = ["dialect", "tool"]
+    search_fields = ["session__key", "session__title", "call_id"]
+    list_select_related = ["session"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return [f.name for f in Revision._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(ShareLink)
+class ShareLinkAdmin(admin.ModelAdmin):
+    list_display = ["session", "created_at", "expires_at", "revoked_at"]
+    readonly_fields = ["session", "digest", "created_at", "expires_at"]
+    list_select_related = ["session"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

@@ -1,0 +1,141 @@
+"""Sessions: list, read, rename/close, archive, and their revision history."""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from django.conf import settings
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from ninja import Field, Query, Router, Schema
+
+from .. import plan
+from ..auth import require_write
+from ..errors import ApiError
+from ..models import Revision, Session
+from ..selectors import current_data, plan_data, session_summary
+from ..services import session_archive, session_change
+from .lookups import get_session
+
+router = Router(tags=["sessions"])
+
+
+class SessionsQuery(Schema):
+    state: Literal["empty", "active", "idle", "completed", "closed"] | None = None
+    q: str | None = Field(None, max_length=200)
+    limit: int = Field(50, ge=1, le=200)
+    cursor: str | None = None
+
+
+@router.get("/sessions", summary="List sessions, newest activity first")
+def list_sessions(request: HttpRequest, query: Query[SessionsQuery]) -> dict[str, Any]:
+    sessions = Session.objects.filter(project=request.auth.project, archived_at__isnull=True).select_related(
+        "project", "parent"
+    )
+    if query.state:
+        sessions = sessions.filter(state_filter(query.state, timezone.now()))
+    if query.q:
+        sessions = sessions.filter(Q(title__icontains=query.q) | Q(key__icontains=query.q))
+    if query.cursor:
+        updated_at, pk = decode_cursor(query.cursor)
+        sessions = sessions.filter(Q(updated_at__lt=updated_at) | Q(updated_at=updated_at, pk__lt=pk))
+    page = list(sessions.order_by("-updated_at", "-pk")[: query.limit + 1])
+    more = len(page) > query.limit
+    page = page[: query.limit]
+    now = timezone.now()
+    return {
+        "sessions": [session_summary(s, now=now) for s in page],
+        "next_cursor": encode_cursor(page[-1]) if more else None,
+    }
+
+
+def state_filter(state: str, now: datetime) -> Q:
+    idle_since = now - timedelta(seconds=settings.TODOWEB_IDLE_AFTER)
+    open_ = Q(closed_at__isnull=True)
+    return {
+        "closed": Q(closed_at__isnull=False),
+        "empty": open_ & Q(total_steps=0),
+        "completed": open_ & Q(total_steps__gt=0, open_steps=0),
+        "idle": open_ & Q(open_steps__gt=0, updated_at__lte=idle_since),
+        "active": open_ & Q(open_steps__gt=0, updated_at__gt=idle_since),
+    }[state]
+
+
+def encode_cursor(session: Session) -> str:
+    return base64.urlsafe_b64encode(f"{session.updated_at.isoformat()}|{session.pk}".encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        updated_at, pk = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        return datetime.fromisoformat(updated_at), int(pk)
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(422, "invalid_input", "Invalid cursor") from None
+
+
+@router.get("/sessions/{session_key}", summary="A session's current plan (TodoRead for any dialect)")
+def get_session_data(request: HttpRequest, session_key: str) -> dict[str, Any]:
+    return current_data(get_session(request.auth, session_key))
+
+
+class SessionPatch(Schema):
+    title: str | None = Field(None, max_length=500)
+    closed: bool | None = None
+
+
+@router.patch("/sessions/{session_key}", summary="Rename, close or reopen a session")
+def patch_session(request: HttpRequest, session_key: str, payload: SessionPatch) -> dict[str, Any]:
+    require_write(request.auth)
+    session = get_session(request.auth, session_key)
+    session = session_change(session, title=payload.title, closed=payload.closed)
+    return current_data(session)
+
+
+@router.delete("/sessions/{session_key}", summary="Archive a session (hidden, kept until pruned)")
+def delete_session(request: HttpRequest, session_key: str) -> HttpResponse:
+    require_write(request.auth)
+    session_archive(get_session(request.auth, session_key))
+    return HttpResponse(status=204)
+
+
+class RevisionsQuery(Schema):
+    after: int = Field(0, ge=0)
+    limit: int = Field(50, ge=1, le=200)
+
+
+@router.get("/sessions/{session_key}/revisions", summary="A session's history, oldest first")
+def list_revisions(request: HttpRequest, session_key: str, query: Query[RevisionsQuery]) -> dict[str, Any]:
+    session = get_session(request.auth, session_key)
+    rows = list(Revision.objects.filter(session=session, number__gt=query.after).order_by("number")[: query.limit + 1])
+    more = len(rows) > query.limit
+    rows = rows[: query.limit]
+    now = timezone.now()
+    return {
+        "revisions": [revision_data(session, row, now=now) for row in rows],
+        "next_cursor": str(rows[-1].number) if more else None,
+    }
+
+
+@router.get("/sessions/{session_key}/revisions/{number}", summary="The plan as of one revision")
+def get_revision(request: HttpRequest, session_key: str, number: int) -> dict[str, Any]:
+    session = get_session(request.auth, session_key)
+    row = Revision.objects.filter(session=session, number=number).first()
+    if row is None:
+        raise ApiError(404, "not_found", f"Session '{session_key}' has no revision {number}")
+    return revision_data(session, row)
+
+
+def revision_data(session: Session, row: Revision, *, now: datetime | None = None) -> dict[str, Any]:
+    return plan_data(session, row, now=now) | {
+        "written": {
+            "tool": row.tool,
+            "dialect": row.dialect,
+            "call_id": row.call_id or None,
+            "title": row.title or None,
+            "at": plan.iso(row.created_at),
+            "input": row.raw_input,
+        }
+    }

@@ -1,0 +1,172 @@
+"""POST a tool call, and GET the tool definitions to give the model."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from django.http import HttpRequest, JsonResponse
+from ninja import Query, Router, Schema
+
+from .. import dialects
+from ..auth import require_write
+from ..envelopes import parse_call
+from ..errors import ApiError
+from ..services import session_record_call
+from .body import json_body
+from .lookups import check_key
+
+router = Router(tags=["tool calls"])
+
+TOOL_CALL_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "oneOf": [
+                        {
+                            "title": "Anthropic tool_use block",
+                            "type": "object",
+                            "required": ["type", "name", "input"],
+                            "properties": {
+                                "type": {"const": "tool_use"},
+                                "id": {"type": "string"},
+                                "name": {"type": "string"},
+                                "input": {"type": "object"},
+                            },
+                        },
+                        {
+                            "title": "OpenAI Chat Completions tool call",
+                            "type": "object",
+                            "required": ["function"],
+                            "properties": {
+                                "id": {"type": "string"},
+                                "type": {"const": "function"},
+                                "function": {
+                                    "type": "object",
+                                    "properties": {"name": {"type": "string"}, "arguments": {"type": "string"}},
+                                },
+                            },
+                        },
+                        {
+                            "title": "OpenAI Responses function_call",
+                            "type": "object",
+                            "required": ["type", "name", "arguments"],
+                            "properties": {
+                                "type": {"const": "function_call"},
+                                "call_id": {"type": "string"},
+                                "name": {"type": "string"},
+                                "arguments": {"type": "string"},
+                            },
+                        },
+                        {
+                            "title": "Plain form",
+                            "type": "object",
+                            "required": ["tool"],
+                            "properties": {"tool": {"type": "string"}, "id": {"type": "string"}, "input": {}},
+                        },
+                    ]
+                },
+                "example": {
+                    "type": "tool_use",
+                    "id": "toolu_01",
+                    "name": "TodoWrite",
+                    "input": {
+                        "todos": [
+                            {"content": "Run the tests", "status": "in_progress", "activeForm": "Running the tests"}
+                        ]
+                    },
+                },
+            }
+        },
+    }
+}
+
+
+@router.post("/sessions/{session_key}/tool", openapi_extra=TOOL_CALL_BODY, summary="Run one todo tool call")
+def post_tool_call(
+    request: HttpRequest, session_key: str, reply: Literal["checklist", "native"] | None = None
+) -> JsonResponse:
+    """Validate one tool call, write a revision if it changes the plan, and answer with
+    the text for the model (`output`), the reply in the caller's format and the data."""
+    request.names_tool_call = True
+    require_write(request.auth)
+    check_key(session_key)
+    body = json_body(request)
+    call = parse_call(body)
+    request.tool_call = call
+    answer = session_record_call(
+        project=request.auth.project,
+        session_key=session_key,
+        call=call,
+        reply_style=reply or request.auth.project.reply_style,
+        idempotency_key=idempotency_key(request),
+        expected_revision=expected_revision(request, body),
+    )
+    response = JsonResponse(answer.body)
+    if answer.replayed:
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def idempotency_key(request: HttpRequest) -> str | None:
+    key = request.headers.get("Idempotency-Key", "").strip()
+    if len(key) > 255:
+        raise ApiError(422, "invalid_input", "Idempotency-Key is longer than 255 characters")
+    return key or None
+
+
+def expected_revision(request: HttpRequest, body: dict[str, Any]) -> int | None:
+    header = request.headers.get("If-Match", "").strip()
+    if header and header != "*":
+        match = re.fullmatch(r'(?:W/)?"?(\d{1,9})"?', header)
+        if not match:
+            raise ApiError(422, "invalid_input", "If-Match must be a revision number")
+        return int(match.group(1))
+    value = body.get("expected_revision")
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ApiError(422, "invalid_input", "expected_revision must be a non-negative integer")
+    return value
+
+
+class ToolsQuery(Schema):
+    format: Literal["anthropic", "openai", "responses"] = "anthropic"
+    dialects: str | None = None
+
+
+@router.get("/tools", summary="Tool definitions to give the model")
+def list_tools(request: HttpRequest, query: Query[ToolsQuery]) -> dict[str, Any]:
+    """Every tool todoweb answers, as Anthropic `tools`, OpenAI Chat `tools` or Responses `tools`."""
+    known = dialects.dialects()
+    wanted = [name.strip() for name in (query.dialects or "").split(",") if name.strip()] or list(known)
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise ApiError(422, "invalid_input", f"Unknown dialect(s): {', '.join(unknown)}. Known: {', '.join(known)}")
+    tools = []
+    for name in wanted:
+        for definition in known[name].definitions():
+            tools.append(tool_format(definition, query.format))
+    return {"tools": tools, "next_cursor": None}
+
+
+def tool_format(definition: dialects.base.ToolDefinition, fmt: str) -> dict[str, Any]:
+    if fmt == "openai":
+        return {
+            "type": "function",
+            "function": {
+                "name": definition.name,
+                "description": definition.description,
+                "parameters": definition.input_schema,
+            },
+        }
+    if fmt == "responses":
+        return {
+            "type": "function",
+            "name": definition.name,
+            "description": definition.description,
+            "parameters": definition.input_schema,
+        }
+    return {"name": definition.name, "description": definition.description, "input_schema": definition.input_schema}

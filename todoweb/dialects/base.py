@@ -1,0 +1,109 @@
+"""What every dialect module shares: canonical items, outcomes, errors, definitions.
+
+A dialect is one agent tool format, in one module of this package, exposing:
+
+    NAME: str                         # "claude", "kimi", …
+    TOOLS: tuple[str, ...]            # tool names it answers
+    HANDLES_RAW: bool = False         # True: gets arguments text that is not JSON
+    def fits(tool, args) -> bool      # only needed where a tool name is shared
+    def call(tool, args, current, *, raw=None) -> Outcome   # pure: no database
+    def definitions() -> list[ToolDefinition]
+
+`call` validates the input exactly as the real tool does, raising `InvalidInput`
+with the tool's own wording for the first problem, and otherwise returns the whole
+resulting list (or None for a read) and the reply text in the tool's own words.
+`current` is the session's list before the call, so incremental tools can patch it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+STATUSES = ("pending", "in_progress", "completed", "failed", "blocked", "cancelled")
+FINISHED = frozenset({"completed", "cancelled"})
+
+# Sentinel for `args` when the arguments text of a call is not valid JSON.
+UNPARSED: Any = type("Unparsed", (), {"__repr__": lambda self: "UNPARSED"})()
+
+DESCRIPTIONS_DIR = Path(__file__).resolve().parent.parent / "descriptions"
+
+
+@dataclass
+class Item:
+    """One step in canonical form, as a dialect reads or writes it."""
+
+    content: str
+    status: str
+    id: str | None = None
+    active_form: str | None = None
+    notes: str | None = None
+    priority: str | None = None
+    owner: str | None = None
+    blocked_by: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Warning:
+    code: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+@dataclass
+class Outcome:
+    native: str  # the reply text in the tool's own words
+    items: list[Item] | None = None  # the whole resulting list; None: a read, nothing written
+    title: str | None = None  # a new session title (WeKnora's task, Codex's explanation)
+    warnings: list[Warning] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # dialect fields added to `data`
+
+
+class InvalidInput(Exception):
+    """The call breaks the tool's rules; nothing is written."""
+
+    def __init__(self, message: str, *, code: str = "invalid_input", details: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.details = details or {}
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@cache
+def describe(tool: str) -> str:
+    """The tool's description for the model, kept as Markdown in descriptions/."""
+    return (DESCRIPTIONS_DIR / f"{tool}.md").read_text(encoding="utf-8").strip()
+
+
+def compact_json(value: Any) -> str:
+    """JSON as JavaScript's JSON.stringify writes it (no spaces, raw Unicode)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def js_string(value: Any) -> str:
+    """How a JavaScript template literal would print a JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list):
+        return ",".join("" if v is None else js_string(v) for v in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return str(value)

@@ -1,0 +1,222 @@
+"""The data todoweb keeps: projects and their tokens, sessions, steps and revisions.
+
+Writes go through `todoweb.services` only; these classes hold fields and the small
+derivations (state, progress) that every reader needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+
+def new_public_id() -> str:
+    return secrets.token_urlsafe(12)
+
+
+def digest(raw: str) -> str:
+    # API and share tokens carry 256 bits of randomness, so a fast hash is
+    # enough at rest (nothing to brute-force) and lookups stay one index hit.
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class Project(models.Model):
+    class SingleInProgress(models.TextChoices):
+        OFF = "off", "off: accept any number"
+        WARN = "warn", "warn: accept, with a warning"
+        REJECT = "reject", "reject the call"
+
+    class ReplyStyle(models.TextChoices):
+        CHECKLIST = "checklist", "checklist"
+        NATIVE = "native", "native (each tool's own text)"
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="todoweb_projects")
+    single_in_progress = models.CharField(max_length=8, choices=SingleInProgress.choices, default=SingleInProgress.WARN)
+    max_items = models.PositiveIntegerField(
+        default=100, validators=[MinValueValidator(1), MaxValueValidator(settings.TODOWEB_MAX_ITEMS_CAP)]
+    )
+    max_content_chars = models.PositiveIntegerField(default=2000, validators=[MinValueValidator(1)])
+    reply_style = models.CharField(max_length=10, choices=ReplyStyle.choices, default=ReplyStyle.CHECKLIST)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class ApiToken(models.Model):
+    class Scope(models.TextChoices):
+        WRITE = "write", "write (and read)"
+        READ = "read", "read only"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tokens")
+    name = models.CharField(max_length=100, blank=True)
+    scope = models.CharField(max_length=5, choices=Scope.choices, default=Scope.WRITE)
+    prefix = models.CharField(max_length=12, editable=False, help_text="First characters, to recognise it.")
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.project.slug}, {self.scope})"
+
+    @staticmethod
+    def new_raw() -> str:
+        return "tw_" + secrets.token_urlsafe(32)
+
+    def set_raw(self, raw: str) -> None:
+        self.prefix = raw[:10]
+        self.digest = digest(raw)
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class Session(models.Model):
+    class State(models.TextChoices):
+        EMPTY = "empty"
+        ACTIVE = "active"
+        IDLE = "idle"
+        COMPLETED = "completed"
+        CLOSED = "closed"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
+    key = models.CharField(max_length=200)
+    public_id = models.CharField(max_length=24, unique=True, default=new_public_id, editable=False)
+    title = models.CharField(max_length=500, blank=True)
+    dialect = models.CharField(max_length=32, blank=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    revision = models.PositiveIntegerField(default=0)
+    # Next number for a step id the server assigns ("1", "2", …).
+    next_step_number = models.PositiveIntegerField(default=1)
+    # Denormalised from the current steps so lists and state filters need no join.
+    total_steps = models.PositiveIntegerField(default=0)
+    completed_steps = models.PositiveIntegerField(default=0)
+    open_steps = models.PositiveIntegerField(default=0)  # neither completed nor cancelled
+    current_text = models.CharField(max_length=2000, blank=True)
+    rounds_since_todo = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now, db_index=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [models.UniqueConstraint(fields=["project", "key"], name="session_key_unique_in_project")]
+        indexes = [models.Index(fields=["project", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.title or self.key
+
+    def state_at(self, now: datetime) -> str:
+        if self.closed_at:
+            return self.State.CLOSED
+        if self.total_steps == 0:
+            return self.State.EMPTY
+        if self.open_steps == 0:
+            return self.State.COMPLETED
+        if now - self.updated_at >= timedelta(seconds=settings.TODOWEB_IDLE_AFTER):
+            return self.State.IDLE
+        return self.State.ACTIVE
+
+    @property
+    def state(self) -> str:
+        return self.state_at(timezone.now())
+
+    @property
+    def progress(self) -> float:
+        return round(self.completed_steps / self.total_steps, 4) if self.total_steps else 0.0
+
+    def get_absolute_url(self) -> str:
+        return f"/s/{self.public_id}/"
+
+
+class Step(models.Model):
+    """A current step: always equal to the last revision's list."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="steps")
+    position = models.PositiveIntegerField()
+    step_id = models.CharField(max_length=200)
+    content = models.TextField()
+    active_form = models.TextField(null=True, blank=True)
+    notes = models.TextField(null=True, blank=True)
+    status = models.CharField(max_length=12)
+    priority = models.CharField(max_length=6, null=True, blank=True)
+    owner = models.CharField(max_length=200, null=True, blank=True)
+    blocked_by = models.JSONField(default=list, blank=True)
+    first_seen_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    reopened = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["session", "position"]
+
+    def __str__(self) -> str:
+        return f"#{self.step_id} {self.content[:60]}"
+
+
+class Revision(models.Model):
+    """One accepted write: immutable, numbered 1..N within its session."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    tool = models.CharField(max_length=100)
+    dialect = models.CharField(max_length=32)
+    call_id = models.CharField(max_length=200, blank=True)
+    raw_input = models.JSONField(null=True)
+    title = models.CharField(max_length=500, blank=True)
+    todos = models.JSONField(default=list)
+    changes = models.JSONField(default=list)
+    dropped = models.JSONField(default=list)
+    warnings = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["session", "number"]
+        constraints = [models.UniqueConstraint(fields=["session", "number"], name="revision_number_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.session} r{self.number}"
+
+
+class IdempotencyRecord(models.Model):
+    """The first answer to a write, replayed for a repeat of the same call."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="idempotency_records")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    response = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "key"], name="idempotency_key_unique")]
+
+
+class ShareLink(models.Model):
+    """A read-only, expiring link to one session's panel."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="share_links")
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def is_valid_at(self, now: datetime) -> bool:
+        return self.revoked_at is None and now < self.expires_at

@@ -1,0 +1,221 @@
+"""Canonical steps across revisions: identity, timings, changes, dropped steps, counts.
+
+Most tools send bare snapshots without ids, yet the board shows how long each step
+took. `reconcile` keeps a step's identity from one revision to the next: by the
+caller's id where there is one, else by exact content, else by a close match for a
+light rewording. Pure functions over JSON-ready dicts; no database here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from difflib import SequenceMatcher
+from typing import Any
+
+from .dialects.base import FINISHED, STATUSES, Item
+
+# Similarity above which a reworded step is taken for the same step.
+CLOSE_MATCH = 0.8
+# Fuzzy matching is quadratic; past this many pairs a rewrite counts as new steps.
+MAX_FUZZY_PAIRS = 20_000
+
+KIMI_WORDS = {"completed": "done"}
+
+
+def iso(moment: datetime | None) -> str | None:
+    return moment.isoformat().replace("+00:00", "Z") if moment else None
+
+
+def parse_iso(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+@dataclass
+class Reconciled:
+    todos: list[dict[str, Any]]
+    changes: list[dict[str, Any]]
+    dropped: list[dict[str, Any]]  # every unfinished step dropped so far and not back
+    newly_dropped: list[dict[str, Any]]
+    next_number: int
+
+
+def reconcile(
+    previous: list[dict[str, Any]],
+    dropped: list[dict[str, Any]],
+    items: list[Item],
+    *,
+    now: datetime,
+    next_number: int,
+    revision: int,
+) -> Reconciled:
+    candidates = previous + dropped
+    matches = match_steps(candidates, items)
+    taken = set(matches.values())
+
+    used_ids = {item.id for item in items if item.id is not None}
+    used_ids |= {candidates[j]["id"] for j in taken}
+    todos, changes = [], []
+    for index, item in enumerate(items):
+        j = matches.get(index)
+        before = candidates[j] if j is not None else None
+        if item.id is not None:
+            step_id = item.id
+        elif before is not None:
+            step_id = before["id"]
+        else:
+            while str(next_number) in used_ids:
+                next_number += 1
+            step_id = str(next_number)
+            used_ids.add(step_id)
+            next_number += 1
+        step = advance(before, item, step_id=step_id, position=index, now=now)
+        old_status = before["status"] if before is not None and j < len(previous) else None
+        if old_status != step["status"]:
+            changes.append({"id": step_id, "from": old_status, "to": step["status"]})
+        todos.append(step)
+
+    newly_dropped = []
+    for j, step in enumerate(previous):
+        if j in taken:
+            continue
+        changes.append({"id": step["id"], "from": step["status"], "to": None})
+        if step["status"] not in FINISHED:
+            newly_dropped.append({**step, "dropped_at": iso(now), "dropped_in": revision})
+    still_dropped = [step for j, step in enumerate(dropped, start=len(previous)) if j not in taken]
+    return Reconciled(todos, changes, still_dropped + newly_dropped, newly_dropped, next_number)
+
+
+def match_steps(candidates: list[dict[str, Any]], items: list[Item]) -> dict[int, int]:
+    """Item index -> candidate index, by caller id, then exact content, then close content."""
+    matches: dict[int, int] = {}
+    free = set(range(len(candidates)))
+
+    by_id: dict[str, list[int]] = {}
+    for j, step in enumerate(candidates):
+        by_id.setdefault(step["id"], []).append(j)
+    for i, item in enumerate(items):
+        if item.id is None:
+            continue
+        for j in by_id.get(item.id, ()):
+            if j in free:
+                matches[i] = j
+                free.discard(j)
+                break
+
+    by_content: dict[str, list[int]] = {}
+    for j in sorted(free):
+        by_content.setdefault(candidates[j]["content"], []).append(j)
+    for i, item in enumerate(items):
+        if item.id is not None or i in matches:
+            continue
+        for j in by_content.get(item.content, ()):
+            if j in free:
+                matches[i] = j
+                free.discard(j)
+                break
+
+    unmatched = [i for i, item in enumerate(items) if item.id is None and i not in matches]
+    if unmatched and free and len(unmatched) * len(free) <= MAX_FUZZY_PAIRS:
+        scored = []
+        for i in unmatched:
+            text = items[i].content.casefold()
+            for j in free:
+                matcher = SequenceMatcher(None, text, candidates[j]["content"].casefold(), autojunk=False)
+                if matcher.real_quick_ratio() >= CLOSE_MATCH and matcher.quick_ratio() >= CLOSE_MATCH:
+                    ratio = matcher.ratio()
+                    if ratio >= CLOSE_MATCH:
+                        scored.append((-ratio, i, j))
+        for _, i, j in sorted(scored):
+            if i not in matches and j in free:
+                matches[i] = j
+                free.discard(j)
+    return matches
+
+
+def advance(before: dict[str, Any] | None, item: Item, *, step_id: str, position: int, now: datetime) -> dict[str, Any]:
+    """The step as of this revision, carrying its history forward from `before`."""
+    stamp = iso(now)
+    first_seen = before["first_seen_at"] if before else stamp
+    started = before["started_at"] if before else None
+    completed = before["completed_at"] if before else None
+    reopened = before["reopened"] if before else 0
+    old_status = before["status"] if before else None
+
+    if item.status == "in_progress" and started is None:
+        started = stamp
+    if item.status == "completed":
+        if old_status != "completed" or completed is None:
+            completed = stamp
+    else:
+        if old_status == "completed":
+            reopened += 1
+        completed = None
+
+    duration = None
+    if started and completed:
+        duration = round((parse_iso(completed) - parse_iso(started)).total_seconds(), 3)
+    return {
+        "id": step_id,
+        "content": item.content,
+        "active_form": item.active_form,
+        "notes": item.notes,
+        "status": item.status,
+        "priority": item.priority,
+        "owner": item.owner,
+        "blocked_by": list(item.blocked_by),
+        "position": position,
+        "first_seen_at": first_seen,
+        "started_at": started,
+        "completed_at": completed,
+        "duration_s": duration,
+        "reopened": reopened,
+    }
+
+
+def as_items(todos: list[dict[str, Any]]) -> list[Item]:
+    """The current steps as dialects see them."""
+    return [
+        Item(
+            id=t["id"],
+            content=t["content"],
+            status=t["status"],
+            active_form=t["active_form"],
+            notes=t["notes"],
+            priority=t["priority"],
+            owner=t["owner"],
+            blocked_by=list(t["blocked_by"]),
+        )
+        for t in todos
+    ]
+
+
+def counts(todos: list[dict[str, Any]]) -> dict[str, int]:
+    result = {"total": len(todos)} | {status: 0 for status in STATUSES}
+    for step in todos:
+        result[step["status"]] += 1
+    return result
+
+
+def progress(todos: list[dict[str, Any]]) -> float:
+    if not todos:
+        return 0.0
+    return round(sum(step["status"] == "completed" for step in todos) / len(todos), 4)
+
+
+def current_ids(todos: list[dict[str, Any]]) -> list[str]:
+    return [step["id"] for step in todos if step["status"] == "in_progress"]
+
+
+def display(todos: list[dict[str, Any]]) -> dict[str, Any]:
+    """Kimi's TodoDisplayBlock, in Kimi's own status words."""
+    items = [{"title": step["content"], "status": KIMI_WORDS.get(step["status"], step["status"])} for step in todos]
+    return {"type": "todo", "items": items}
+
+
+def current_text(todos: list[dict[str, Any]]) -> str:
+    """What the agent is doing now: the first in-progress step's active form."""
+    for step in todos:
+        if step["status"] == "in_progress":
+            return step["active_form"] or step["content"]
+    return ""

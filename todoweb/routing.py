@@ -1,0 +1,5 @@
+"""Websocket URLs."""
+
+from __future__ import annotations
+
+websocket_urlpatterns: list = []

@@ -1,0 +1,78 @@
+"""Reads: the §6 data shape, session summaries, and who may see what."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from . import plan
+from .models import Project, Revision, Session
+
+
+def session_info(session: Session, *, now: datetime | None = None) -> dict[str, Any]:
+    return {
+        "id": session.public_id,
+        "key": session.key,
+        "project": session.project.slug,
+        "title": session.title,
+        "dialect": session.dialect or None,
+        "state": session.state_at(now or timezone.now()),
+        "url": session.get_absolute_url(),
+        "parent": session.parent.public_id if session.parent_id else None,
+        "created_at": plan.iso(session.created_at),
+        "updated_at": plan.iso(session.updated_at),
+    }
+
+
+def session_summary(session: Session, *, now: datetime | None = None) -> dict[str, Any]:
+    """A session in lists and on the dashboard: no steps, just where it stands."""
+    return session_info(session, now=now) | {
+        "revision": session.revision,
+        "total": session.total_steps,
+        "completed": session.completed_steps,
+        "progress": session.progress,
+        "current": session.current_text,
+    }
+
+
+def plan_data(session: Session, revision: Revision | None, *, now: datetime | None = None) -> dict[str, Any]:
+    """The one shape shared by tool answers, GET session, revisions and live snapshots."""
+    todos = revision.todos if revision else []
+    return {
+        "session": session_info(session, now=now),
+        "revision": revision.number if revision else 0,
+        "todos": todos,
+        "counts": plan.counts(todos),
+        "progress": plan.progress(todos),
+        "current": plan.current_ids(todos),
+        "changes": revision.changes if revision else [],
+        "dropped": revision.dropped if revision else [],
+        "warnings": revision.warnings if revision else [],
+        "display": plan.display(todos),
+    }
+
+
+def last_revision(session: Session) -> Revision | None:
+    if session.revision == 0:
+        return None
+    return Revision.objects.filter(session=session, number=session.revision).first()
+
+
+def current_data(session: Session) -> dict[str, Any]:
+    return plan_data(session, last_revision(session))
+
+
+def visible_projects(user) -> QuerySet[Project]:
+    if user.is_staff:
+        return Project.objects.all()
+    return Project.objects.filter(members=user)
+
+
+def visible_sessions(user) -> QuerySet[Session]:
+    sessions = Session.objects.filter(archived_at__isnull=True).select_related("project", "parent")
+    if user.is_staff:
+        return sessions
+    return sessions.filter(project__members=user)
