@@ -80,7 +80,10 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> JsonResponse:
     return error_response(request, ApiError(500, "internal_error", "Internal error; nothing was written"))
 
 
-from . import sessions, tools  # noqa: E402  (routers register themselves on `api`)
+from . import agent, hooks, sessions, share, tools  # noqa: E402
 
 api.add_router("", tools.router)
+api.add_router("", hooks.router)
 api.add_router("", sessions.router)
+api.add_router("", agent.router)
+api.add_router("", share.router)
