@@ -70,7 +70,7 @@ def sniff_call(body: bytes) -> ToolCall | None:
     """The call a body names, if it names one: lets any error answer carry a `reply`."""
     try:
         return parse_call(json.loads(body))
-    except (ValueError, ApiError):
+    except (ValueError, RecursionError, ApiError):
         return None
 
 

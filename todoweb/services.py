@@ -59,7 +59,7 @@ def session_record_call(
         session = session_get_or_create(project=project, key=session_key, parent=parent)
         # Serialises writers of this session (PostgreSQL row lock; on SQLite the
         # IMMEDIATE transaction already holds the database write lock).
-        session = Session.objects.select_for_update().select_related("project", "parent").get(pk=session.pk)
+        session = Session.objects.select_for_update(of=("self",)).select_related("project", "parent").get(pk=session.pk)
         if key:
             record = IdempotencyRecord.objects.filter(session=session, key=key).first()
             if record is not None:
@@ -234,7 +234,7 @@ def answer_body(call: ToolCall, dialect: str, output: str, data: dict[str, Any])
 def session_change(session: Session, *, title: str | None = None, closed: bool | None = None) -> Session:
     """PATCH: rename, close or reopen. Sends the new state to watchers."""
     with transaction.atomic():
-        session = Session.objects.select_for_update().select_related("project", "parent").get(pk=session.pk)
+        session = Session.objects.select_for_update(of=("self",)).select_related("project", "parent").get(pk=session.pk)
         if title is not None:
             session.title = title
         if closed is not None:

@@ -7,6 +7,7 @@ channel layer; DATABASE_URL and REDIS_URL switch to PostgreSQL and Redis.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import dj_database_url
@@ -149,6 +150,9 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # Serve straight from the source folders when collectstatic has not been run,
 # so the embedded default needs no build step.
 WHITENOISE_USE_FINDERS = True
+# STATIC_ROOT exists only after `collectstatic` (production); until then the
+# finders serve everything and WhiteNoise's warning about the folder is noise.
+warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
 WHITENOISE_AUTOREFRESH = DEBUG
 
 # --- Security (production behind TLS: TODOWEB_HTTPS=1) --------------------

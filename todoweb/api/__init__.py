@@ -27,7 +27,7 @@ api = NinjaAPI(
 def error_response(request: HttpRequest, error: ApiError) -> JsonResponse:
     body = error.body()
     call = getattr(request, "tool_call", None)
-    if call is None and getattr(request, "names_tool_call", False):
+    if call is None and request.path.endswith("/tool"):
         try:
             call = sniff_call(request.body)
         except RequestDataTooBig:

@@ -90,7 +90,6 @@ def post_tool_call(
 ) -> JsonResponse:
     """Validate one tool call, write a revision if it changes the plan, and answer with
     the text for the model (`output`), the reply in the caller's format and the data."""
-    request.names_tool_call = True
     require_write(request.auth)
     check_key(session_key)
     body = json_body(request)

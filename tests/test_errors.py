@@ -1,0 +1,173 @@
+"""Every error of SPEC §4: its HTTP status, code, message, and nothing written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from todoweb.models import ApiToken, Revision, Session
+
+WRITE = {"todos": [{"content": "a", "status": "pending", "activeForm": "doing a"}]}
+
+
+def assert_error(r, status, code):
+    assert r.status_code == status, r.content
+    body = r.json()
+    assert body["ok"] is False
+    assert body["error"]["code"] == code
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    return body
+
+
+def test_it_rejects_a_body_that_is_not_json(api):
+    body = assert_error(api.tool("s1", "{not json"), 400, "invalid_json")
+    assert "not valid JSON" in body["error"]["message"]
+    assert "reply" not in body
+
+
+@pytest.mark.parametrize("bad", ["NaN", '{"tool": "TodoWrite", "input": {"x": Infinity}}', "[" * 5000 + "]" * 5000])
+def test_it_rejects_json_extensions_and_deep_nesting(api, bad):
+    assert_error(api.tool("s1", bad), 400, "invalid_json")
+
+
+def test_it_rejects_arguments_that_are_not_a_json_object_with_a_reply(api):
+    body = {"id": "call_7", "type": "function", "function": {"name": "TodoWrite", "arguments": "{oops"}}
+    answer = assert_error(api.tool("s1", body), 400, "invalid_json")
+    assert answer["reply"] == {"role": "tool", "tool_call_id": "call_7", "content": answer["error"]["message"]}
+    body["function"]["arguments"] = {"todos": []}
+    assert_error(api.tool("s1", body), 400, "invalid_json")
+
+
+@pytest.mark.parametrize("body", [[], '"just a string"', 42, {"hello": "world"}, {"type": "tool_use", "name": ""}])
+def test_it_rejects_bodies_that_are_no_tool_call(api, body):
+    assert_error(api.tool("s1", body), 422, "invalid_input")
+
+
+def test_it_requires_a_token():
+    r = Client().post(
+        "/api/v1/sessions/s1/tool", data=json.dumps({"tool": "TodoRead"}), content_type="application/json"
+    )
+    assert_error(r, 401, "unauthorized")
+
+
+def test_it_rejects_an_unknown_token_with_a_reply(db):
+    r = Client().post(
+        "/api/v1/sessions/s1/tool",
+        data=json.dumps({"type": "tool_use", "id": "toolu_1", "name": "TodoWrite", "input": WRITE}),
+        content_type="application/json",
+        headers={"Authorization": "Bearer tw_nope"},
+    )
+    body = assert_error(r, 401, "unauthorized")
+    assert body["reply"]["tool_use_id"] == "toolu_1"
+    assert body["reply"]["is_error"] is True
+
+
+def test_it_rejects_a_revoked_token(api, token):
+    ApiToken.objects.update(revoked_at="2026-01-01T00:00:00Z")
+    assert_error(api.call("s1", "TodoWrite", WRITE), 401, "unauthorized")
+
+
+def test_it_forbids_writes_with_a_read_token(read_api):
+    assert_error(read_api.call("s1", "TodoWrite", WRITE), 403, "forbidden")
+    assert not Session.objects.exists()
+
+
+def test_it_allows_reads_with_a_read_token(api, read_api):
+    api.call("s1", "TodoWrite", WRITE)
+    assert read_api.get("/api/v1/sessions/s1").status_code == 200
+
+
+def test_it_hides_other_projects_sessions(api, db):
+    from tests.conftest import Api
+    from todoweb.tokens import token_create
+
+    api.call("s1", "TodoWrite", WRITE)
+    _, other, _ = token_create(project_slug="other")
+    assert_error(Api(other).get("/api/v1/sessions/s1"), 404, "not_found")
+
+
+def test_it_answers_404_for_a_missing_session(api):
+    assert_error(api.get("/api/v1/sessions/nope"), 404, "not_found")
+    assert_error(api.get("/api/v1/sessions/nope/revisions"), 404, "not_found")
+
+
+def test_it_answers_409_on_a_stale_if_match_with_the_current_data(api):
+    api.call("s1", "TodoWrite", WRITE)
+    r = api.call("s1", "TodoWrite", {"todos": []}, headers={"If-Match": '"0"'})
+    body = assert_error(r, 409, "revision_conflict")
+    assert body["data"]["revision"] == 1
+    assert body["data"]["todos"][0]["content"] == "a"
+    assert api.call("s1", "TodoWrite", {"todos": []}, headers={"If-Match": "1"}).status_code == 200
+
+
+def test_it_answers_409_on_a_stale_expected_revision_in_the_body(api):
+    api.call("s1", "TodoWrite", WRITE)
+    body = {"tool": "TodoWrite", "input": WRITE, "expected_revision": 5}
+    assert_error(api.tool("s1", body), 409, "revision_conflict")
+    assert Revision.objects.count() == 1
+
+
+def test_it_refuses_a_body_over_the_limit(api, settings):
+    settings.TODOWEB_MAX_BODY_BYTES = 1000
+    big = {"tool": "TodoWrite", "input": {"todos": [{"content": "x" * 2000, "status": "pending", "activeForm": "a"}]}}
+    assert_error(api.tool("s1", big), 413, "payload_too_large")
+    assert not Session.objects.exists()
+
+
+def test_it_refuses_a_body_over_djangos_own_limit(api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    r = api.client.post(
+        "/api/v1/sessions/s1/tool",
+        data=json.dumps({"tool": "TodoWrite", "input": {"todos": [], "pad": "x" * 500}}),
+        content_type="application/json",
+        headers=api.headers,
+    )
+    assert_error(r, 413, "payload_too_large")
+
+
+def test_it_requires_json_content_type(api):
+    r = api.client.post(
+        "/api/v1/sessions/s1/tool", data="tool=TodoRead", content_type="text/plain", headers=api.headers
+    )
+    assert_error(r, 415, "unsupported_media_type")
+
+
+@pytest.mark.parametrize("key", ["a" * 201, "has space", "semi;colon", "émoji🚀"])
+def test_it_rejects_bad_session_keys(api, key):
+    assert_error(api.call(key, "TodoWrite", WRITE), 422, "invalid_input")
+
+
+def test_it_accepts_every_allowed_key_character(api):
+    assert api.call("A-z_0.9:x@y", "TodoWrite", WRITE).status_code == 200
+
+
+def test_it_refuses_text_no_database_can_store(api):
+    for bad in ["nul\u0000byte", "\ud800lone"]:
+        args = {"todos": [{"content": bad, "status": "pending", "activeForm": "a"}]}
+        assert_error(api.call("s1", "TodoWrite", args), 422, "invalid_input")
+    raw = '{"id":"c","type":"function","function":{"name":"TodoWrite","arguments":"{\\"todos\\":[{\\"content\\":\\"\\\\u0000\\"}]}"}}'
+    assert_error(api.tool("s1", raw), 422, "invalid_input")
+    assert not Session.objects.exists()
+
+
+def test_it_rate_limits_per_token(api, settings):
+    settings.TODOWEB_RATE_LIMIT = 3
+    for _ in range(3):
+        assert api.get("/api/v1/sessions").status_code == 200
+    r = api.get("/api/v1/sessions")
+    assert_error(r, 429, "rate_limited")
+    assert 1 <= int(r["Retry-After"]) <= 60
+
+
+def test_it_rejects_bad_query_parameters(api):
+    assert_error(api.call("s1", "TodoWrite", WRITE, query="?reply=loud"), 422, "invalid_input")
+    assert_error(api.get("/api/v1/sessions?limit=0"), 422, "invalid_input")
+    assert_error(api.get("/api/v1/sessions?cursor=%%%"), 422, "invalid_input")
+    assert_error(api.get("/api/v1/tools?dialects=nope"), 422, "invalid_input")
+
+
+def test_it_rejects_a_bad_if_match(api):
+    assert_error(api.call("s1", "TodoWrite", WRITE, headers={"If-Match": "abc"}), 422, "invalid_input")
+    assert_error(api.tool("s1", {"tool": "TodoWrite", "input": WRITE, "expected_revision": "1"}), 422, "invalid_input")

@@ -1,0 +1,70 @@
+"""start: everything `make run` needs — migrate, an admin login, a token, the server, a demo agent."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+
+import uvicorn
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command, get_commands
+from django.core.management.base import BaseCommand, CommandParser
+
+from ...tokens import token_create
+
+PASSWORD_FILE = settings.BASE_DIR / ".run" / "admin-password"
+
+
+class Command(BaseCommand):
+    help = "Migrate, create an admin login and a demo token, then serve todoweb (and a demo agent) with uvicorn."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", 8000)))
+        parser.add_argument("--no-demo", action="store_true", help="do not start the demo agent")
+
+    def handle(self, *args, host: str, port: int, no_demo: bool, **options) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        username, password = self.ensure_admin()
+        _, raw_token, _ = token_create(project_slug="demo", name="make run")
+        url = f"http://{host}:{port}"
+        self.stdout.write(
+            "\n".join(
+                [
+                    "",
+                    f"todoweb is starting on {url}/",
+                    f"  board:  {url}/   (log in as {username} / {password})",
+                    f"  admin:  {url}/admin/",
+                    f"  API:    {url}/api/v1/docs",
+                    f"  token for project 'demo' (write scope): {raw_token}",
+                    "",
+                    "Try it:",
+                    f"  curl -s {url}/api/v1/sessions/hello/tool -H 'Authorization: Bearer {raw_token}' \\",
+                    "    -H 'Content-Type: application/json' \\",
+                    """    -d '{"type":"tool_use","id":"toolu_1","name":"TodoWrite","input":{"todos":"""
+                    """[{"content":"Say hello","status":"in_progress","activeForm":"Saying hello"}]}}'""",
+                    "",
+                ]
+            )
+        )
+        if not no_demo and "demo" in get_commands():
+            threading.Thread(
+                target=call_command, args=("demo",), kwargs={"url": url, "token": raw_token}, daemon=True
+            ).start()
+            self.stdout.write("A demo agent is driving a few sessions; watch them on the board.\n")
+        uvicorn.run("todoweb.asgi:application", host=host, port=port, log_level="warning", lifespan="off")
+
+    def ensure_admin(self) -> tuple[str, str]:
+        """The local admin login: created once, its password kept in .run/ (gitignored)."""
+        username = os.environ.get("DJANGO_SUPERUSER_USERNAME", "admin")
+        user_model = get_user_model()
+        if user_model.objects.filter(username=username).exists():
+            password = PASSWORD_FILE.read_text().strip() if PASSWORD_FILE.exists() else "(unchanged)"
+            return username, password
+        password = os.environ.get("DJANGO_SUPERUSER_PASSWORD") or secrets.token_urlsafe(9)
+        user_model.objects.create_superuser(username=username, email="", password=password)
+        PASSWORD_FILE.parent.mkdir(exist_ok=True)
+        PASSWORD_FILE.write_text(password + "\n")
+        return username, password
