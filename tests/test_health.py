@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+
+def test_it_answers_healthz_without_a_token(client):
+    assert client.get("/healthz").json() == {"ok": True}
+
+
+def test_it_checks_database_and_channel_layer_on_readyz(client, db):
+    assert client.get("/readyz").json() == {"ok": True, "checks": {"database": True, "channel_layer": True}}
+
+
+def test_it_reports_not_ready_when_the_channel_layer_is_down(client, db, settings):
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": ["redis://127.0.0.1:1"]}}
+    }
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    try:
+        r = client.get("/readyz")
+        assert r.status_code == 503
+        assert r.json()["checks"]["channel_layer"] is False
+    finally:
+        channel_layers.backends.clear()

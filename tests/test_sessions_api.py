@@ -1,0 +1,161 @@
+"""GET/PATCH/DELETE sessions, revisions, tool definitions, OpenAPI."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from todoweb.models import Session
+
+
+def plan(*statuses: str) -> dict:
+    return {
+        "todos": [{"content": f"step {i}", "status": s, "activeForm": f"doing {i}"} for i, s in enumerate(statuses)]
+    }
+
+
+def test_it_lists_sessions_newest_first_with_summaries(api):
+    api.call("old", "TodoWrite", plan("completed", "in_progress"))
+    api.call("new", "TodoWrite", plan("pending"))
+    body = api.get("/api/v1/sessions").json()
+    assert [s["key"] for s in body["sessions"]] == ["new", "old"]
+    assert body["next_cursor"] is None
+    old = body["sessions"][1]
+    assert old["total"] == 2 and old["completed"] == 1 and old["progress"] == 0.5
+    assert old["current"] == "doing 1"
+    assert old["state"] == "active"
+
+
+def test_it_paginates_with_a_cursor(api):
+    for n in range(5):
+        api.call(f"s{n}", "TodoWrite", plan("pending"))
+    seen, cursor = [], None
+    while True:
+        body = api.get("/api/v1/sessions?limit=2" + (f"&cursor={cursor}" if cursor else "")).json()
+        seen += [s["key"] for s in body["sessions"]]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == ["s4", "s3", "s2", "s1", "s0"]
+
+
+def test_it_filters_by_state_and_searches(api):
+    api.call("busy", "TodoWrite", plan("in_progress"))
+    api.call("done", "TodoWrite", plan("completed"))
+    api.call("nothing", "TodoWrite", plan())
+    api.call("sleepy", "TodoWrite", plan("pending"))
+    Session.objects.filter(key="sleepy").update(updated_at=timezone.now() - timedelta(hours=1))
+    api.call("shut", "TodoWrite", plan("pending"))
+    api.patch("/api/v1/sessions/shut", {"closed": True, "title": "Release notes"})
+
+    def keys(query: str) -> list[str]:
+        return sorted(s["key"] for s in api.get(f"/api/v1/sessions?{query}").json()["sessions"])
+
+    assert keys("state=active") == ["busy"]
+    assert keys("state=completed") == ["done"]
+    assert keys("state=empty") == ["nothing"]
+    assert keys("state=idle") == ["sleepy"]
+    assert keys("state=closed") == ["shut"]
+    assert keys("q=release") == ["shut"]
+    assert keys("q=BUS") == ["busy"]
+
+
+def test_it_reads_a_session_in_the_shared_shape(api):
+    api.call("s1", "TodoWrite", plan("completed", "in_progress", "pending"))
+    data = api.get("/api/v1/sessions/s1").json()
+    assert set(data) == {
+        "session",
+        "revision",
+        "todos",
+        "counts",
+        "progress",
+        "current",
+        "changes",
+        "dropped",
+        "warnings",
+        "display",
+    }
+    assert data["counts"] == {
+        "total": 3,
+        "pending": 1,
+        "in_progress": 1,
+        "completed": 1,
+        "failed": 0,
+        "blocked": 0,
+        "cancelled": 0,
+    }
+    assert data["progress"] == 0.3333
+    assert data["current"] == ["2"]
+    assert data["display"] == {
+        "type": "todo",
+        "items": [
+            {"title": "step 0", "status": "done"},
+            {"title": "step 1", "status": "in_progress"},
+            {"title": "step 2", "status": "pending"},
+        ],
+    }
+    session = data["session"]
+    assert session["key"] == "s1" and session["project"] == "alpha" and session["dialect"] == "claude"
+    assert session["url"] == f"/s/{session['id']}/"
+    assert session["updated_at"].endswith("Z")
+
+
+def test_it_renames_closes_and_reopens(api):
+    api.call("s1", "TodoWrite", plan("pending"))
+    r = api.patch("/api/v1/sessions/s1", {"title": "Migrate the DB", "closed": True})
+    assert r.status_code == 200
+    assert r.json()["session"]["title"] == "Migrate the DB"
+    assert r.json()["session"]["state"] == "closed"
+    assert api.patch("/api/v1/sessions/s1", {"closed": False}).json()["session"]["state"] == "active"
+
+
+def test_it_validates_a_patch(api):
+    api.call("s1", "TodoWrite", plan("pending"))
+    r = api.patch("/api/v1/sessions/s1", {"title": "x" * 501})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_input"
+    r = api.client.patch("/api/v1/sessions/s1", data="{", content_type="application/json", headers=api.headers)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
+
+
+def test_it_archives_on_delete(api):
+    api.call("s1", "TodoWrite", plan("pending"))
+    assert api.delete("/api/v1/sessions/s1").status_code == 204
+    assert api.get("/api/v1/sessions/s1").status_code == 404
+    assert api.get("/api/v1/sessions").json()["sessions"] == []
+    assert Session.objects.get(key="s1").archived_at is not None
+
+
+def test_it_lists_revisions_and_reads_one_as_of_then(api):
+    api.call("s1", "TodoWrite", plan("in_progress", "pending"), call_id="toolu_1")
+    api.call("s1", "TodoWrite", plan("completed", "in_progress"))
+    api.call("s1", "TodoWrite", plan("completed", "completed"))
+    body = api.get("/api/v1/sessions/s1/revisions?limit=2").json()
+    assert [r["revision"] for r in body["revisions"]] == [1, 2]
+    assert body["next_cursor"] == "2"
+    rest = api.get(f"/api/v1/sessions/s1/revisions?after={body['next_cursor']}").json()
+    assert [r["revision"] for r in rest["revisions"]] == [3]
+    first = api.get("/api/v1/sessions/s1/revisions/1").json()
+    assert [t["status"] for t in first["todos"]] == ["in_progress", "pending"]
+    assert first["written"]["call_id"] == "toolu_1"
+    assert first["written"]["input"] == plan("in_progress", "pending")
+    assert api.get("/api/v1/sessions/s1/revisions/9").status_code == 404
+
+
+def test_it_serves_tool_definitions_in_three_formats(api):
+    anthropic = api.get("/api/v1/tools?dialects=claude").json()["tools"]
+    assert [t["name"] for t in anthropic] == ["TodoWrite", "TodoRead"]
+    assert anthropic[0]["input_schema"]["properties"]["todos"]["items"]["additionalProperties"] is False
+    assert "task list" in anthropic[0]["description"]
+    openai = api.get("/api/v1/tools?format=openai&dialects=claude").json()["tools"]
+    assert openai[0]["type"] == "function" and openai[0]["function"]["name"] == "TodoWrite"
+    assert openai[0]["function"]["parameters"] == anthropic[0]["input_schema"]
+    responses = api.get("/api/v1/tools?format=responses&dialects=claude").json()
+    assert responses["tools"][0]["name"] == "TodoWrite" and responses["tools"][0]["parameters"]
+    assert responses["next_cursor"] is None
+
+
+def test_it_publishes_openapi_and_docs(api, client):
+    schema = client.get("/api/v1/openapi.json").json()
+    assert "/api/v1/sessions/{session_key}/tool" in schema["paths"]
+    assert client.get("/api/v1/docs").status_code == 200
