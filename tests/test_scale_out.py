@@ -1,0 +1,93 @@
+"""The scale-out path: events cross processes through Redis (SPEC §8, §11)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+
+import pytest
+import redis
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import channel_layers, get_channel_layer
+
+from tests.conftest import IN_CI
+
+REDIS_TEST_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+
+
+def redis_up() -> bool:
+    try:
+        return redis.Redis.from_url(REDIS_TEST_URL, socket_connect_timeout=2).ping()
+    except redis.RedisError:
+        return False
+
+
+@pytest.fixture
+def redis_layer(settings):
+    if not redis_up():
+        if IN_CI:
+            pytest.fail(f"CI=true but Redis is not reachable at {REDIS_TEST_URL}")
+        pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}")
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [REDIS_TEST_URL]}}
+    }
+    channel_layers.backends.clear()
+    yield get_channel_layer()
+    channel_layers.backends.clear()
+
+
+def receive_after(layer, group: str, action) -> dict:
+    """Join `group`, run the blocking `action`, and return the next message of the group.
+
+    All on one event loop: the pub/sub layer keeps one connection per loop, and
+    `action`'s own async_to_sync calls run on this loop too.
+    """
+
+    async def scenario() -> dict:
+        channel = await layer.new_channel()
+        await layer.group_add(group, channel)
+        await sync_to_async(action)()
+        return await asyncio.wait_for(layer.receive(channel), timeout=5)
+
+    return async_to_sync(scenario)()
+
+
+def test_it_delivers_an_event_sent_by_another_process(redis_layer):
+    code = (
+        "import django; django.setup(); from todoweb import events; "
+        "events.send('session-crossproc', events.SessionState(session='crossproc', revision=7, state='idle'))"
+    )
+    env = os.environ | {"REDIS_URL": REDIS_TEST_URL, "DJANGO_SETTINGS_MODULE": "todoweb.settings"}
+    message = receive_after(
+        redis_layer,
+        "session-crossproc",
+        lambda: subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60),
+    )
+    assert message["type"] == "session.state"
+    assert message["event"] == {"type": "session.state", "session": "crossproc", "revision": 7, "state": "idle"}
+
+
+def test_it_publishes_a_write_after_commit_through_redis(redis_layer, api, django_capture_on_commit_callbacks):
+    api.call("warmup", "TodoWrite", {"todos": []})
+    from todoweb.models import Session
+
+    public_id = Session.objects.get(key="warmup").public_id
+    todos = [{"content": "scale out", "status": "in_progress", "activeForm": "scaling out"}]
+
+    def write() -> None:
+        with django_capture_on_commit_callbacks(execute=True) as callbacks:
+            api.call("warmup", "TodoWrite", {"todos": todos})
+        assert len(callbacks) == 1
+
+    event = receive_after(redis_layer, f"session-{public_id}", write)["event"]
+    assert event["type"] == "session.snapshot"
+    assert event["revision"] == 2
+    assert event["todos"][0]["content"] == "scale out"
+
+
+def test_it_publishes_nothing_for_a_rejected_call(api, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as callbacks:
+        api.call("s1", "TodoWrite", {"todos": [{"content": ""}]})
+    assert callbacks == []
