@@ -1,0 +1,137 @@
+"""Kimi CLI's `SetTodoList`, as seed 000 describes it and kimi-cli 1.49 runs it.
+
+The tool is a pydantic model behind kosong's argument handling, so this module
+validates with the same models and reports what pydantic reports:
+
+- every validation error at once (pydantic's `str(ValidationError)`), not the first;
+- `min_length=1` counts characters, so a whitespace-only title is a title;
+- no coercion (pydantic's lax mode still refuses `title: 123`);
+- extra fields are ignored at both levels (pydantic's default), which is why a
+  payload without a usable `todos` key (`{}`, `{"todos": null}`, `{"items": …}`,
+  empty arguments) is not an error but the tool's *read* mode.
+
+Kimi's `done` is the canonical `completed`; the read reply shows it back as `done`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from .base import UNPARSED, InvalidInput, Item, Outcome, ToolDefinition, describe
+
+NAME = "kimi"
+TOOLS = ("SetTodoList",)
+SHAPE = "{todos: [{title, status}] | null}"
+HANDLES_RAW = True
+
+KIMI_STATUSES = ("pending", "in_progress", "done")
+TO_CANONICAL = {"pending": "pending", "in_progress": "in_progress", "done": "completed"}
+# Canonical statuses other dialects may have written (failed, blocked, cancelled)
+# have no Kimi word: the read reply passes them through as they are.
+TO_KIMI = {"completed": "done"}
+
+WRITTEN = "Todo list updated"
+EMPTY = "Todo list is empty."
+
+
+class Todo(BaseModel):
+    title: str = Field(description="What the task is, in a few words.", min_length=1)
+    status: Literal["pending", "in_progress", "done"] = Field(description="Where the task stands.")
+
+
+class Params(BaseModel):
+    todos: list[Todo] | None = Field(
+        default=None,
+        description="The whole updated todo list. Leave it out to get the current list back unchanged.",
+    )
+
+
+def fits(tool: str, args: Any) -> bool:
+    return True
+
+
+def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None) -> Outcome:
+    if args is UNPARSED:
+        args = parse_arguments(raw or "")
+    try:
+        params = Params.model_validate(args)
+    except ValidationError as exc:
+        # kosong hands pydantic's own text to the model; the URLs in it name the
+        # installed pydantic version (kimi-cli 1.49 ships 2.12).
+        raise InvalidInput(
+            f"Error validating JSON arguments: {exc}",
+            details={"errors": [error_detail(e) for e in exc.errors(include_url=False, include_input=False)]},
+        ) from None
+    if params.todos is None:
+        return Outcome(native=read_reply(current))
+    items = [Item(content=todo.title, status=TO_CANONICAL[todo.status]) for todo in params.todos]
+    return Outcome(native=WRITTEN, items=items)
+
+
+def parse_arguments(raw: str) -> Any:
+    """The arguments text as kosong reads it: empty means `{}`; control characters are allowed in strings."""
+    try:
+        value = json.loads(raw or "{}", strict=False)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInput(f"Error parsing JSON arguments: {exc}", code="invalid_json") from None
+    refuse_unstorable(value)
+    return value
+
+
+def refuse_unstorable(value: Any) -> None:
+    """The envelope's own check (jsonio.check_text) never saw this text: refuse what no database stores."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            # `strict=False` lets a raw NUL through, and JSON escapes can spell lone surrogates.
+            if "\x00" in item:
+                raise InvalidInput("Text may not contain the NUL character (\\u0000)")
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidInput("Text contains invalid Unicode (a lone surrogate)") from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def error_detail(error: Any) -> dict[str, Any]:
+    return {"loc": ".".join(str(part) for part in error["loc"]), "type": error["type"], "msg": error["msg"]}
+
+
+def read_reply(current: list[Item]) -> str:
+    if not current:
+        return EMPTY
+    lines = ["Current todo list:"]
+    lines += [f"- [{TO_KIMI.get(item.status, item.status)}] {item.content}" for item in current]
+    return "\n".join(lines)
+
+
+def inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
+    """kosong gives the model the pydantic schema with `$defs` inlined."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return inline_refs(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        return {key: inline_refs(value, defs) for key, value in schema.items() if key != "$defs"}
+    if isinstance(schema, list):
+        return [inline_refs(value, defs) for value in schema]
+    return schema
+
+
+def definitions() -> list[ToolDefinition]:
+    # The real schema, generated from the same pydantic models: no
+    # `additionalProperties: false` (extra fields are ignored) and `todos` nullable.
+    schema = Params.model_json_schema()
+    return [
+        ToolDefinition(
+            name="SetTodoList",
+            description=describe("SetTodoList"),
+            input_schema=inline_refs(schema, schema.get("$defs", {})),
+        )
+    ]
