@@ -99,6 +99,10 @@ def test_it_deletes_a_task_and_what_waited_on_it(api):
     assert body["output"] == "Updated task #1 deleted"
     assert [(t["id"], t["blocked_by"]) for t in body["data"]["todos"]] == [("2", [])]
     assert body["data"]["revision"] == 4
+    # Deleted on purpose: not shown as dropped, nor in the checklist reply.
+    assert body["data"]["dropped"] == []
+    checklist = api.call("ct", "TaskList", {}).json()["output"]
+    assert "Dropped" not in checklist
 
 
 def test_it_records_dependencies_both_ways(api):

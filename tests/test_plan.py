@@ -89,3 +89,10 @@ def test_it_matches_duplicates_one_to_one():
     r1 = run([], [], [step("same"), step("same")])
     r2 = run(r1.todos, [], [step("same"), step("same")], next_number=3)
     assert [t["id"] for t in r2.todos] == ["1", "2"]
+
+
+def test_it_does_not_count_a_deliberate_removal_as_dropped():
+    r1 = run([], [], [step("a", "in_progress"), step("b")])
+    r2 = run(r1.todos, [], [step("a", "in_progress")], next_number=3, revision=2, removed=["2"])
+    assert r2.dropped == [] and r2.newly_dropped == []
+    assert r2.changes == [{"id": "2", "from": "pending", "to": None}]

@@ -48,6 +48,7 @@ def reconcile(
     now: datetime,
     next_number: int,
     revision: int,
+    removed: list[str] = (),
 ) -> Reconciled:
     candidates = previous + dropped
     matches = match_steps(candidates, items)
@@ -80,7 +81,7 @@ def reconcile(
         if j in taken:
             continue
         changes.append({"id": step["id"], "from": step["status"], "to": None})
-        if step["status"] not in FINISHED:
+        if step["status"] not in FINISHED and step["id"] not in removed:
             newly_dropped.append({**step, "dropped_at": iso(now), "dropped_in": revision})
     still_dropped = [step for j, step in enumerate(dropped, start=len(previous)) if j not in taken]
     return Reconciled(todos, changes, still_dropped + newly_dropped, newly_dropped, next_number)

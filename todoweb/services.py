@@ -106,6 +106,7 @@ def session_record_call(
             now=now,
             next_number=session.next_step_number,
             revision=number,
+            removed=outcome.removed,
         )
         revision = Revision.objects.create(
             session=session,

@@ -62,6 +62,7 @@ class Outcome:
     title: str | None = None  # a new session title (WeKnora's task, Codex's explanation)
     warnings: list[Warning] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # dialect fields added to `data`
+    removed: list[str] = field(default_factory=list)  # ids deleted on purpose: not "dropped"
 
 
 class InvalidInput(Exception):

@@ -137,7 +137,7 @@ def update(args: dict[str, Any], current: list[Item], index: int) -> Outcome:
             for i, item in enumerate(current)
             if i != index
         ]
-        return Outcome(native=f"Updated task #{task_id} deleted", items=items)
+        return Outcome(native=f"Updated task #{task_id} deleted", items=items, removed=[task_id])
 
     items = list(current)
     task = current[index]
