@@ -97,8 +97,8 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     # A file, not shared-cache memory: tests run real concurrent writers and a
-    # live server in other threads.
-    _db["TEST"] = {"NAME": str(BASE_DIR / ".test-db.sqlite3")}
+    # live server in other threads. One per process, so parallel runs never collide.
+    _db["TEST"] = {"NAME": str(BASE_DIR / f".test-db-{os.getpid()}.sqlite3")}
 elif _db["ENGINE"] == "django.db.backends.postgresql":
     _db.setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
