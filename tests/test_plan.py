@@ -14,9 +14,15 @@ def step(content: str, status: str = "pending", id: str | None = None) -> Item:
     return Item(content=content, status=status, id=id, active_form=content)
 
 
-def run(previous, dropped, items, minutes=0, next_number=1, revision=1):
+def run(previous, dropped, items, minutes=0, next_number=1, revision=1, removed=()):
     return reconcile(
-        previous, dropped, items, now=T0 + timedelta(minutes=minutes), next_number=next_number, revision=revision
+        previous,
+        dropped,
+        items,
+        now=T0 + timedelta(minutes=minutes),
+        next_number=next_number,
+        revision=revision,
+        removed=removed,
     )
 
 
