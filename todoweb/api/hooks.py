@@ -1,7 +1,151 @@
-"""(to be filled in)"""
+"""Claude Code's PostToolUse hook: its stdin JSON, posted here unchanged by one curl.
+
+Claude Code runs the hook after the tool ran, so the call already happened in the
+agent: todoweb only records it. Nothing here may get in the user's way: tools and
+events the board does not track are acknowledged with 200 and ignored, and the
+README's curl discards the answer (Claude Code would try to read JSON on a hook's
+stdout as hook output).
+"""
 
 from __future__ import annotations
 
-from ninja import Router
+import re
+from typing import Any, Literal
 
-router = Router()
+from django.db import transaction
+from django.http import HttpRequest, JsonResponse
+from ninja import Router
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..auth import require_write
+from ..envelopes import ToolCall, call_id
+from ..errors import ApiError
+from ..models import Project
+from ..services import Answer, session_get_or_create, session_record_call
+from .agent import validated
+from .body import json_body
+from .lookups import SESSION_KEY, check_key
+
+router = Router(tags=["hooks"])
+
+# Claude Code's todo tools: the TodoWrite snapshot, and the Task* tools that
+# replaced it (incremental, dialect `claude-tasks`).
+RECORDED_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate", "TaskGet", "TaskList"})
+
+
+class HookInput(BaseModel):
+    # Claude Code adds fields over time (transcript_path, permission_mode,
+    # tool_response, …): what todoweb does not use is ignored, never an error.
+    model_config = ConfigDict(extra="ignore")
+
+    session_id: str = Field(min_length=1)
+    hook_event_name: str | None = None
+    cwd: str | None = None
+    tool_name: str | None = None
+    tool_input: Any = None
+    tool_use_id: str | int | None = None
+    agent_id: str | None = None
+    agent_type: str | None = None
+
+
+HOOK_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": HookInput.model_json_schema(),
+                "example": {
+                    "session_id": "8c35adc1-2f4e-4c55-9d0a-6f1b3a7e9d21",
+                    "transcript_path": "/home/me/.claude/projects/-home-me-shop/8c35adc1.jsonl",
+                    "cwd": "/home/me/shop",
+                    "permission_mode": "default",
+                    "hook_event_name": "PostToolUse",
+                    "tool_name": "TodoWrite",
+                    "tool_input": {
+                        "todos": [
+                            {"content": "Run the tests", "status": "in_progress", "activeForm": "Running the tests"}
+                        ]
+                    },
+                    "tool_use_id": "toolu_01ABC",
+                },
+            }
+        },
+    }
+}
+
+
+@router.post("/hooks/claude-code", openapi_extra=HOOK_BODY, summary="Claude Code PostToolUse hook")
+def post_claude_code_hook(request: HttpRequest, reply: Literal["checklist", "native"] | None = None) -> JsonResponse:
+    """Record a TodoWrite or Task* call from Claude Code's PostToolUse hook input.
+
+    The session key is `session_id`; a subagent's calls (`agent_id`) go to the child
+    session `<session_id>:<agent_id>`. The answer is the tool endpoint's; other tools
+    and events get 200 `{"ok": true, "ignored": true, "reason": …}`."""
+    require_write(request.auth)
+    hook = validated(HookInput, json_body(request))
+    check_key(hook.session_id)
+    if hook.agent_id is not None and not SESSION_KEY.fullmatch(f"{hook.session_id}:{hook.agent_id}"):
+        raise ApiError(
+            422,
+            "invalid_input",
+            "Invalid agent_id: the child session key '<session_id>:<agent_id>' must be 1-200 characters "
+            "among letters, digits and . _ : @ -",
+            details={"field": "agent_id"},
+        )
+    if hook.hook_event_name != "PostToolUse":
+        return ignored(f"Only PostToolUse hooks are recorded, not {hook.hook_event_name or 'a missing event name'}")
+    if hook.tool_name not in RECORDED_TOOLS:
+        return ignored(f"Tool '{hook.tool_name}' is not a todo tool; recorded: {', '.join(sorted(RECORDED_TOOLS))}")
+
+    call = ToolCall("anthropic", hook.tool_name, call_id(hook.tool_use_id), hook.tool_input)
+    request.tool_call = call  # so that an error answer carries the `reply` too
+    answer = record_hook_call(
+        project=request.auth.project,
+        session_id=hook.session_id,
+        agent_id=hook.agent_id,
+        call=call,
+        reply_style=reply or request.auth.project.reply_style,
+        default_title=folder_name(hook.cwd),
+    )
+    response = JsonResponse(answer.body)
+    if answer.replayed:
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def record_hook_call(
+    *,
+    project: Project,
+    session_id: str,
+    agent_id: str | None,
+    call: ToolCall,
+    reply_style: str,
+    default_title: str | None,
+) -> Answer:
+    if agent_id is None:
+        return session_record_call(
+            project=project, session_key=session_id, call=call, reply_style=reply_style, default_title=default_title
+        )
+    # One transaction around both: an invalid subagent call leaves no parent behind
+    # either (the write path's own transaction becomes a savepoint inside this one).
+    with transaction.atomic():
+        parent = session_get_or_create(project=project, key=session_id)
+        return session_record_call(
+            project=project,
+            session_key=f"{session_id}:{agent_id}",
+            call=call,
+            reply_style=reply_style,
+            parent=parent,
+            default_title=default_title,
+        )
+
+
+def ignored(reason: str) -> JsonResponse:
+    return JsonResponse({"ok": True, "ignored": True, "reason": reason})
+
+
+def folder_name(cwd: str | None) -> str | None:
+    """The last folder of a POSIX or Windows path: the project the user works in."""
+    if not cwd:
+        return None
+    return re.split(r"[\\/]", cwd.rstrip("\\/"))[-1] or None
