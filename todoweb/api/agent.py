@@ -7,15 +7,13 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.utils.http import parse_etags
 from ninja import Router, Schema
-from ninja.errors import ValidationError
 from pydantic import BaseModel, ConfigDict
-from pydantic import ValidationError as PydanticError
 
 from ..auth import require_write
 from ..resume import resume_text
 from ..rounds import reminder_for, session_record_round
 from ..selectors import current_data
-from .body import json_body
+from .body import json_body, validated
 from .lookups import check_key, get_session
 
 router = Router(tags=["agent loop"])
@@ -39,14 +37,6 @@ ROUND_BODY = {
         "content": {"application/json": {"schema": RoundIn.model_json_schema(), "example": {"used_todo": False}}},
     }
 }
-
-
-def validated(model: type[BaseModel], body: Any) -> Any:
-    """The body as `model`, or the API's usual 422 naming the first problem."""
-    try:
-        return model.model_validate(body)
-    except PydanticError as exc:
-        raise ValidationError(exc.errors(include_url=False, include_context=False)) from None
 
 
 @router.post(

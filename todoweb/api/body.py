@@ -6,6 +6,9 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
+from ninja.errors import ValidationError
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticError
 
 from ..errors import ApiError
 from ..jsonio import loads
@@ -27,3 +30,11 @@ def json_body(request: HttpRequest) -> Any:
     if len(body) > limit:
         raise ApiError(413, "payload_too_large", f"The body is larger than {limit} bytes")
     return loads(body, what="The body")
+
+
+def validated(model: type[BaseModel], body: Any) -> Any:
+    """The body as `model`, or the API's usual 422 naming the first problem."""
+    try:
+        return model.model_validate(body)
+    except PydanticError as exc:
+        raise ValidationError(exc.errors(include_url=False, include_context=False)) from None

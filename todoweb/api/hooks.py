@@ -22,8 +22,7 @@ from ..envelopes import ToolCall, call_id
 from ..errors import ApiError
 from ..models import Project
 from ..services import Answer, session_get_or_create, session_record_call
-from .agent import validated
-from .body import json_body
+from .body import json_body, validated
 from .lookups import SESSION_KEY, check_key
 
 router = Router(tags=["hooks"])
