@@ -81,3 +81,14 @@ def publish_on_commit(*, public_id: str, project_id: int, session_event: Event, 
         send(STAFF_GROUP, dashboard_event)
 
     transaction.on_commit(publish)
+
+
+class ShareRevoked(Event):
+    """Internal: tells share-authenticated watchers of a session to hang up."""
+
+    type: Literal["share.revoked"] = "share.revoked"
+    session: str  # the opaque id
+
+
+def publish_share_revoked(*, public_id: str) -> None:
+    transaction.on_commit(lambda: send(session_group(public_id), ShareRevoked(session=public_id)))

@@ -2,4 +2,11 @@
 
 from __future__ import annotations
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from . import consumers
+
+websocket_urlpatterns: list = [
+    path("ws/sessions/<str:public_id>/", consumers.SessionConsumer.as_asgi()),
+    path("ws/dashboard/", consumers.DashboardConsumer.as_asgi()),
+]

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from . import health
+from . import health, views
 from .api import api
 
 urlpatterns = [
@@ -12,4 +12,9 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", views.dashboard, name="dashboard"),
+    path("s/<str:public_id>/", views.session_panel, name="session"),
+    path("s/<str:public_id>/revisions/<int:number>.json", views.revision_json, name="session-revision"),
+    path("s/<str:public_id>/export.json", views.export_json, name="session-export-json"),
+    path("s/<str:public_id>/export.md", views.export_md, name="session-export-md"),
 ]

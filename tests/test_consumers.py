@@ -1,0 +1,311 @@
+"""The websocket consumers (SPEC §8), through the real ASGI stack: origin check,
+login session or share token, project membership, and every event."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from conftest import Api
+from django.contrib.auth.models import User
+from django.test import Client
+from django.utils import timezone
+
+from todoweb import events
+from todoweb.asgi import application
+from todoweb.models import Project, Session, ShareLink
+from todoweb.sharing import share_create, share_revoke_all
+from todoweb.tokens import token_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TIMEOUT = 2
+
+
+@pytest.fixture(autouse=True)
+def memory_layer(settings):
+    # A fresh in-memory layer per test: each test runs its own event loop.
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
+def plan(*statuses: str) -> dict:
+    return {
+        "todos": [
+            {"content": f"Step {i}", "status": s, "activeForm": f"Doing step {i}"} for i, s in enumerate(statuses)
+        ]
+    }
+
+
+def cookie_for(user: User) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+@pytest.fixture
+def member(project) -> User:
+    user = User.objects.create_user("member", password="pw")
+    project.members.add(user)
+    return user
+
+
+@pytest.fixture
+def outsider(db) -> User:
+    other = Project.objects.create(name="Other", slug="other")
+    user = User.objects.create_user("outsider", password="pw")
+    other.members.add(user)
+    return user
+
+
+@pytest.fixture
+def staff(db) -> User:
+    return User.objects.create_user("boss", password="pw", is_staff=True)
+
+
+@pytest.fixture
+def session(api) -> Session:
+    assert api.call("run-1", "TodoWrite", plan("in_progress", "pending")).status_code == 200
+    return Session.objects.get(key="run-1")
+
+
+async def connect(path: str, *, user: User | None = None, origin: str | None = "http://testserver"):
+    headers = [(b"host", b"testserver")]
+    if origin is not None:
+        headers.append((b"origin", origin.encode()))
+    if user is not None:
+        headers.append((b"cookie", f"sessionid={await sync_to_async(cookie_for)(user)}".encode()))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, code = await communicator.connect(timeout=TIMEOUT)
+    return communicator, connected, code
+
+
+async def write(api, key: str, body: dict):
+    response = await sync_to_async(api.call)(key, "TodoWrite", body)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+# --- session panel socket ---------------------------------------------------
+
+
+async def test_it_sends_the_current_snapshot_on_connect(member, session):
+    ws, connected, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    assert connected
+    event = await ws.receive_json_from(TIMEOUT)
+    assert event["type"] == "session.snapshot"
+    assert event["revision"] == 1
+    assert event["session"]["id"] == session.public_id
+    assert [t["status"] for t in event["todos"]] == ["in_progress", "pending"]
+    assert event["counts"]["total"] == 2
+    await ws.disconnect()
+
+
+async def test_it_sends_one_snapshot_per_revision_with_its_changes(api, member, session):
+    ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    await ws.receive_json_from(TIMEOUT)
+    await write(api, "run-1", plan("completed", "in_progress"))
+    await write(api, "run-1", plan("completed", "completed"))
+    second = await ws.receive_json_from(TIMEOUT)
+    third = await ws.receive_json_from(TIMEOUT)
+    assert (second["revision"], third["revision"]) == (2, 3)
+    assert {"id": "1", "from": "in_progress", "to": "completed"} in second["changes"]
+    assert third["progress"] == 1.0 and third["session"]["state"] == "completed"
+    assert await ws.receive_nothing(0.1)
+    await ws.disconnect()
+
+
+async def test_it_never_sends_an_older_revision(api, member, session):
+    ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    current = await ws.receive_json_from(TIMEOUT)
+    stale = current | {"revision": 0}
+    await get_channel_layer().group_send(
+        events.session_group(session.public_id), {"type": "session.snapshot", "event": stale}
+    )
+    await get_channel_layer().group_send(
+        events.session_group(session.public_id), {"type": "session.snapshot", "event": current}
+    )
+    assert await ws.receive_nothing(0.1)
+    await ws.disconnect()
+
+
+async def test_it_sends_a_state_event_when_the_session_is_closed(api, member, session):
+    ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    await ws.receive_json_from(TIMEOUT)
+    response = await sync_to_async(api.patch)("/api/v1/sessions/run-1", {"closed": True})
+    assert response.status_code == 200
+    event = await ws.receive_json_from(TIMEOUT)
+    assert event == {"type": "session.state", "session": session.public_id, "revision": 1, "state": "closed"}
+    await ws.disconnect()
+
+
+async def test_it_sends_a_state_event_when_the_session_turns_idle(settings, member, session):
+    settings.TODOWEB_IDLE_AFTER = 1
+    ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    snapshot = await ws.receive_json_from(TIMEOUT)
+    assert snapshot["session"]["state"] == "active"
+    event = await ws.receive_json_from(TIMEOUT)
+    assert event == {"type": "session.state", "session": session.public_id, "revision": 1, "state": "idle"}
+    await ws.disconnect()
+
+
+async def test_it_answers_a_ping_and_ignores_other_frames(member, session):
+    ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    await ws.receive_json_from(TIMEOUT)
+    await ws.send_to(text_data="not json")
+    await ws.send_json_to({"type": "ping"})
+    assert await ws.receive_json_from(TIMEOUT) == {"type": "pong"}
+    await ws.disconnect()
+
+
+async def test_it_refuses_an_anonymous_visitor(session):
+    _, connected, code = await connect(f"/ws/sessions/{session.public_id}/")
+    assert not connected and code == 4403
+
+
+async def test_it_refuses_a_user_outside_the_project(outsider, session):
+    _, connected, _ = await connect(f"/ws/sessions/{session.public_id}/", user=outsider)
+    assert not connected
+
+
+async def test_it_lets_staff_watch_any_session(staff, session):
+    ws, connected, _ = await connect(f"/ws/sessions/{session.public_id}/", user=staff)
+    assert connected
+    assert (await ws.receive_json_from(TIMEOUT))["revision"] == 1
+    await ws.disconnect()
+
+
+async def test_it_refuses_an_unknown_or_archived_session(api, member, session):
+    _, connected, _ = await connect("/ws/sessions/nope/", user=member)
+    assert not connected
+    await sync_to_async(api.delete)("/api/v1/sessions/run-1")
+    _, connected, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    assert not connected
+
+
+async def test_it_refuses_a_foreign_origin(member, session):
+    _, connected, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member, origin="http://evil.example")
+    assert not connected
+    _, connected, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member, origin=None)
+    assert not connected
+
+
+# --- share links on the socket ---------------------------------------------
+
+
+async def test_it_opens_the_socket_with_a_share_token(session):
+    _, raw = await sync_to_async(share_create)(session=session)
+    ws, connected, _ = await connect(f"/ws/sessions/{session.public_id}/?share={raw}")
+    assert connected
+    assert (await ws.receive_json_from(TIMEOUT))["type"] == "session.snapshot"
+    await ws.disconnect()
+
+
+async def test_it_refuses_a_wrong_expired_or_foreign_share_token(api, session):
+    _, connected, _ = await connect(f"/ws/sessions/{session.public_id}/?share=sh_wrong")
+    assert not connected
+    link, raw = await sync_to_async(share_create)(session=session)
+    await sync_to_async(ShareLink.objects.filter(pk=link.pk).update)(expires_at=timezone.now() - timedelta(seconds=1))
+    _, connected, _ = await connect(f"/ws/sessions/{session.public_id}/?share={raw}")
+    assert not connected
+    await write(api, "run-2", plan("pending"))
+    other = await sync_to_async(Session.objects.get)(key="run-2")
+    _, raw = await sync_to_async(share_create)(session=session)
+    _, connected, _ = await connect(f"/ws/sessions/{other.public_id}/?share={raw}")
+    assert not connected
+
+
+async def test_it_hangs_up_share_viewers_when_the_links_are_revoked(member, session):
+    _, raw = await sync_to_async(share_create)(session=session)
+    shared, _, _ = await connect(f"/ws/sessions/{session.public_id}/?share={raw}")
+    owner, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    await shared.receive_json_from(TIMEOUT)
+    await owner.receive_json_from(TIMEOUT)
+    await sync_to_async(share_revoke_all)(session=session)
+    assert await shared.receive_json_from(TIMEOUT) == {"type": "share.ended", "session": session.public_id}
+    assert (await shared.receive_output(TIMEOUT)) == {"type": "websocket.close", "code": 4410}
+    assert await owner.receive_nothing(0.1)  # members keep watching
+    await owner.disconnect()
+
+
+async def test_it_hangs_up_a_share_viewer_when_the_link_expires(session):
+    link, raw = await sync_to_async(share_create)(session=session)
+    await sync_to_async(ShareLink.objects.filter(pk=link.pk).update)(
+        expires_at=timezone.now() + timedelta(milliseconds=300)
+    )
+    ws, connected, _ = await connect(f"/ws/sessions/{session.public_id}/?share={raw}")
+    assert connected
+    await ws.receive_json_from(TIMEOUT)
+    assert (await ws.receive_json_from(TIMEOUT))["type"] == "share.ended"
+    assert (await ws.receive_output(TIMEOUT))["code"] == 4410
+
+
+async def test_it_does_not_open_the_dashboard_with_a_share_token(session):
+    _, raw = await sync_to_async(share_create)(session=session)
+    _, connected, _ = await connect(f"/ws/dashboard/?share={raw}")
+    assert not connected
+
+
+# --- dashboard socket -------------------------------------------------------
+
+
+async def test_it_sends_the_dashboard_snapshot_of_the_users_projects(api, member, outsider, session):
+    _, raw, _ = await sync_to_async(token_create)(project_slug="other")
+    await sync_to_async(Api(raw).call)("secret", "TodoWrite", plan("pending"))
+    ws, connected, _ = await connect("/ws/dashboard/", user=member)
+    assert connected
+    event = await ws.receive_json_from(TIMEOUT)
+    assert event["type"] == "dashboard.snapshot"
+    assert [s["key"] for s in event["sessions"]] == ["run-1"]
+    summary = event["sessions"][0]
+    assert (summary["completed"], summary["total"], summary["current"]) == (0, 2, "Doing step 0")
+    await ws.disconnect()
+
+
+async def test_it_sends_a_summary_per_change_to_members_and_staff_only(api, member, outsider, staff, session):
+    watchers = {}
+    for name, user in {"member": member, "outsider": outsider, "staff": staff}.items():
+        ws, connected, _ = await connect("/ws/dashboard/", user=user)
+        assert connected
+        await ws.receive_json_from(TIMEOUT)
+        watchers[name] = ws
+    await write(api, "run-1", plan("completed", "in_progress"))
+    for name in ("member", "staff"):
+        event = await watchers[name].receive_json_from(TIMEOUT)
+        assert event["type"] == "session.summary"
+        assert (event["session"]["key"], event["session"]["revision"], event["session"]["completed"]) == ("run-1", 2, 1)
+        assert await watchers[name].receive_nothing(0.1)  # staff get it once, not per project
+    assert await watchers["outsider"].receive_nothing(0.1)
+    for ws in watchers.values():
+        await ws.disconnect()
+
+
+async def test_it_shows_a_new_session_on_the_dashboard(api, member, session):
+    ws, _, _ = await connect("/ws/dashboard/", user=member)
+    await ws.receive_json_from(TIMEOUT)
+    await write(api, "run-9", plan("pending"))
+    event = await ws.receive_json_from(TIMEOUT)
+    assert event["session"]["key"] == "run-9" and event["session"]["state"] == "active"
+    await ws.disconnect()
+
+
+async def test_it_sends_a_summary_when_a_session_turns_idle_on_the_dashboard(settings, member, session):
+    settings.TODOWEB_IDLE_AFTER = 1
+    ws, _, _ = await connect("/ws/dashboard/", user=member)
+    assert (await ws.receive_json_from(TIMEOUT))["sessions"][0]["state"] == "active"
+    event = await ws.receive_json_from(TIMEOUT)
+    assert event["type"] == "session.summary"
+    assert (event["session"]["id"], event["session"]["state"]) == (session.public_id, "idle")
+    await ws.disconnect()
+
+
+async def test_it_refuses_the_dashboard_to_anonymous_visitors(db):
+    _, connected, code = await connect("/ws/dashboard/")
+    assert not connected and code == 4403
+
+
+async def test_it_refuses_the_dashboard_from_a_foreign_origin(member):
+    _, connected, _ = await connect("/ws/dashboard/", user=member, origin="http://evil.example")
+    assert not connected

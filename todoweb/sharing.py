@@ -1,0 +1,73 @@
+"""Share links: read-only, expiring, revocable URLs to one session's panel.
+
+Only the digest of a link's token is stored; the raw token exists in the URL handed
+to the creator. Revoking closes the sockets opened with it (see consumers).
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from . import events
+from .models import Session, ShareLink, digest
+from .selectors import visible_sessions
+
+DEFAULT_EXPIRES_IN = 7 * 24 * 3600
+MIN_EXPIRES_IN = 60
+MAX_EXPIRES_IN = 90 * 24 * 3600
+
+
+def share_create(*, session: Session, expires_in: int = DEFAULT_EXPIRES_IN) -> tuple[ShareLink, str]:
+    """Returns the link and its raw token (shown once)."""
+    raw = "sh_" + secrets.token_urlsafe(32)
+    link = ShareLink.objects.create(
+        session=session, digest=digest(raw), expires_at=timezone.now() + timedelta(seconds=expires_in)
+    )
+    return link, raw
+
+
+def share_revoke_all(*, session: Session) -> int:
+    """Revokes every live link of the session and hangs up the sockets opened with them."""
+    with transaction.atomic():
+        count = ShareLink.objects.filter(session=session, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        events.publish_share_revoked(public_id=session.public_id)
+    return count
+
+
+def share_url(session: Session, raw: str) -> str:
+    return f"{session.get_absolute_url()}?share={raw}"
+
+
+def valid_share_link(*, public_id: str, raw: str | None, now: datetime | None = None) -> ShareLink | None:
+    """The link a raw token names, if it is for this session and still valid."""
+    if not raw or len(raw) > 200:
+        return None
+    link = (
+        ShareLink.objects.select_related("session")
+        .filter(digest=digest(raw), session__public_id=public_id, session__archived_at__isnull=True)
+        .first()
+    )
+    if link is None or not link.is_valid_at(now or timezone.now()):
+        return None
+    return link
+
+
+def session_for_viewer(*, user, public_id: str, share: str | None) -> tuple[Session, ShareLink | None] | None:
+    """The session a browser may watch: a member's (staff: any) or one its share link opens.
+
+    Returns the session and the share link used (None for a logged-in member), or None
+    when the viewer may not see it.
+    """
+    if user is not None and user.is_authenticated:
+        session = visible_sessions(user).filter(public_id=public_id).first()
+        if session is not None:
+            return session, None
+    link = valid_share_link(public_id=public_id, raw=share)
+    if link is None:
+        return None
+    session = Session.objects.select_related("project", "parent").get(pk=link.session_id)
+    return session, link
