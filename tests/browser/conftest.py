@@ -1,0 +1,175 @@
+"""Browser tests: the real ASGI app under uvicorn in a thread, Debian's Chromium
+driven by Playwright.
+
+The server runs in this process so that it shares the in-memory channel layer
+and the pytest-django test database (a file: `.test-db.sqlite3`). Tests post
+through the server's HTTP API, so that events are published on the server's loop.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from django.contrib.auth.models import User
+from django.test import Client
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "browser: drives Chromium against a live server")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.path.exists(CHROMIUM) or IN_CI:
+        return  # in CI a missing browser fails the tests instead of skipping them
+    skip = pytest.mark.skip(reason=f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+    for item in items:
+        if "tests/browser" in str(item.fspath):
+            item.add_marker(skip)
+
+
+class LiveServer:
+    def __init__(self) -> None:
+        from todoweb.asgi import application
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.application = application
+        self.server: uvicorn.Server | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        config = uvicorn.Config(
+            self.application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off", ws="websockets"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("live server did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        """Stop the server: every open websocket is dropped."""
+        assert self.server is not None and self.thread is not None
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def asgi_server(transactional_db, settings) -> Iterator[LiveServer]:
+    from channels.layers import channel_layers
+
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends.clear()
+    server = LiveServer()
+    server.start()
+    yield server
+    if server.server is not None and not server.server.should_exit:
+        server.stop()
+
+
+class Agent:
+    """Posts tool calls to the live server, as an agent backend does."""
+
+    def __init__(self, base: str, token: str):
+        self.http = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+
+    def todo_write(self, key: str, todos: list[tuple[str, str]] | list[dict], **extra) -> dict:
+        items = [
+            t if isinstance(t, dict) else {"content": t[0], "status": t[1], "activeForm": f"{t[0]} now"} for t in todos
+        ]
+        response = self.http.post(f"/api/v1/sessions/{key}/tool", json={"tool": "TodoWrite", "input": {"todos": items}})
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+@pytest.fixture
+def agent(asgi_server, token) -> Agent:
+    return Agent(asgi_server.url, token)
+
+
+@pytest.fixture
+def member(project) -> User:
+    user = User.objects.create_user("ada", password="correct horse battery")
+    project.members.add(user)
+    return user
+
+
+@pytest.fixture(scope="module")
+def browser(django_db_setup):
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop registered on this thread while
+    # it lives, which trips Django's async-safety check on the test's own ORM
+    # calls (all of them plain synchronous code). Allowed for this module only.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield browser
+        browser.close()
+    if previous is None:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+def new_context(browser, asgi_server, *, user: User | None = None, phone: bool = False, dark: bool = False):
+    options = {"base_url": asgi_server.url, "color_scheme": "dark" if dark else "light"}
+    if phone:
+        options |= {
+            "viewport": {"width": 390, "height": 844},
+            "device_scale_factor": 2,
+            "is_mobile": True,
+            "has_touch": True,
+        }
+    else:
+        options |= {"viewport": {"width": 1200, "height": 800}}
+    context = browser.new_context(**options)
+    context.set_default_timeout(5000)
+    if user is not None:
+        client = Client()
+        client.force_login(user)
+        context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": asgi_server.url}])
+    return context
+
+
+@pytest.fixture
+def page_for(browser, asgi_server):
+    contexts = []
+
+    def make(user: User | None = None, **options):
+        context = new_context(browser, asgi_server, user=user, **options)
+        contexts.append(context)
+        page = context.new_page()
+        page.errors = []
+        page.on("pageerror", lambda error: page.errors.append(str(error)))
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
