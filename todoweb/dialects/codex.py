@@ -1,9 +1,10 @@
 """Codex's `update_plan`, as codex-rs parses it: `serde_json::from_str::<UpdatePlanArgs>`.
 
 serde reads the arguments text as a stream and stops at the first problem, so the
-error that wins is the first one *in the text*, worded by serde and placed by it:
-"failed to parse function arguments: unknown field `priority`, expected `step` or
-`status` at line 1 column 42". Python's json module cannot say that (it builds the
+error that wins is the first one *in the text*, worded by serde and placed by it
+(`{"plan":[{"step":"a","status":"pending","priority":"high"}]}` gives "failed to parse
+function arguments: unknown field `priority`, expected `step` or `status` at line 1
+column 50"). Python's json module cannot say that (it builds the
 whole value first and forgets where things were), so this module carries a small
 port of the parts of serde_json's deserializer that `UpdatePlanArgs` exercises:
 
