@@ -3,6 +3,7 @@ item and every status the dialect can express (SPEC §3)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from hypothesis import HealthCheck, given, settings
@@ -26,8 +27,11 @@ def one_in_progress(statuses: list[str]) -> bool:
     return statuses.count("in_progress") <= 1
 
 
-def fresh_key(counter=iter(range(10**9))) -> str:
-    return f"rt-{next(counter)}"
+KEYS = itertools.count()
+
+
+def fresh_key() -> str:
+    return f"rt-{next(KEYS)}"
 
 
 def written(api, key: str, tool: str, args: dict) -> dict:
