@@ -60,6 +60,16 @@ class Api:
         body = {"tool": tool, "input": args} | ({"id": call_id} if call_id else {})
         return self.tool(key, body, query=query, headers=headers)
 
+    def chat(self, key: str, tool: str, arguments: str, *, call_id: str | None = "call_1", query: str = ""):
+        """A Chat Completions tool call, with its arguments text as the model wrote it."""
+        body = {"id": call_id, "type": "function", "function": {"name": tool, "arguments": arguments}}
+        return self.tool(key, body, query=query)
+
+    def revision(self, key: str) -> int | None:
+        """The session's revision, or None when it does not exist."""
+        response = self.get(f"/api/v1/sessions/{key}")
+        return None if response.status_code == 404 else response.json()["revision"]
+
     def get(self, path: str, **extra):
         return self.client.get(path, headers=self.headers, **extra)
 

@@ -21,13 +21,6 @@ PREFIX = "failed to parse function arguments: "
 VARIANTS = "expected one of `pending`, `in_progress`, `completed`"
 
 
-def revision(api, key: str) -> int | None:
-    response = api.get(f"/api/v1/sessions/{key}")
-    if response.status_code == 404:
-        return None
-    return response.json()["revision"]
-
-
 def chat(arguments: str, call_id: str | None = None) -> dict[str, Any]:
     # A fresh call id each time: a repeated id would replay the first answer.
     call_id = call_id or f"call_{next(CALL_IDS)}"
@@ -78,7 +71,7 @@ def test_it_updates_the_plan_and_answers_plan_updated(api):
     ]
     # The explanation names the session.
     assert body["data"]["session"]["title"] == "Fix the flaky test first"
-    assert revision(api, "c1") == 1
+    assert api.revision("c1") == 1
 
 
 def test_it_answers_the_responses_form(api):
@@ -182,7 +175,7 @@ def test_it_rejects_what_serde_rejects_in_serde_words(api, arguments, message):
     response = api.tool("c1", chat(arguments))
     assert_rejected(response, PREFIX + message)
     assert response.json()["error"]["details"]["line"] == 1
-    assert revision(api, "c1") == 1
+    assert api.revision("c1") == 1
     assert api.get("/api/v1/sessions/c1").json()["todos"][0]["content"] == "keep me"
 
 
@@ -209,7 +202,7 @@ def test_it_rejects_what_serde_rejects_in_serde_words(api, arguments, message):
 def test_it_reports_broken_json_like_serde(api, arguments, message):
     response = api.tool("c1", chat(arguments))
     assert_rejected(response, PREFIX + message, status=400, code="invalid_json")
-    assert revision(api, "c1") is None
+    assert api.revision("c1") is None
 
 
 def test_it_reports_the_first_problem_in_text_order():
@@ -286,7 +279,7 @@ def test_it_scans_compact_json_for_the_plain_and_anthropic_forms(api):
     response = api.tool("c1", block)
     assert_rejected(response, PREFIX + "missing field `status` at line 1 column 21")
     assert response.json()["reply"]["is_error"] is True
-    assert revision(api, "c1") is None
+    assert api.revision("c1") is None
 
 
 def test_it_reads_a_missing_plain_input_as_an_empty_object(api):

@@ -22,13 +22,6 @@ PLAN = {
 }
 
 
-def revision(api, key: str) -> int | None:
-    response = api.get(f"/api/v1/sessions/{key}")
-    if response.status_code == 404:
-        return None
-    return response.json()["revision"]
-
-
 def chat(arguments: str) -> dict[str, Any]:
     return {"id": "call_1", "type": "function", "function": {"name": "write_todos", "arguments": arguments}}
 
@@ -65,7 +58,7 @@ def test_it_writes_the_list_and_answers_like_gemini(api):
     assert [(t["content"], t["status"]) for t in body["data"]["todos"]] == [
         (t["description"], t["status"]) for t in PLAN["todos"]
     ]
-    assert revision(api, "g1") == 1
+    assert api.revision("g1") == 1
 
 
 def test_it_clears_the_list(api):
@@ -74,7 +67,7 @@ def test_it_clears_the_list(api):
     assert response.status_code == 200
     assert response.json()["output"] == "Successfully cleared the todo list."
     assert response.json()["data"]["todos"] == []
-    assert revision(api, "g1") == 2
+    assert api.revision("g1") == 2
 
 
 def test_it_keeps_the_description_verbatim(api):
@@ -118,7 +111,7 @@ def test_it_accepts_the_chat_completions_form(api):
 def test_it_reports_the_schema_error_in_ajv_words(api, args, message):
     api.call("g1", "write_todos", PLAN)
     assert_rejected(api.call("g1", "write_todos", args), message)
-    assert revision(api, "g1") == 1
+    assert api.revision("g1") == 1
 
 
 @pytest.mark.parametrize(
@@ -148,7 +141,7 @@ def test_it_reports_the_schema_error_in_ajv_words(api, args, message):
 )
 def test_it_reports_the_first_problem_in_gemini_order(api, todos, message):
     assert_rejected(api.call("g1", "write_todos", {"todos": todos}), message)
-    assert revision(api, "g1") is None
+    assert api.revision("g1") is None
 
 
 def test_it_puts_the_top_level_schema_before_the_items():
@@ -162,7 +155,7 @@ def test_it_rejects_descriptions_that_js_trim_empties(api, description):
     response = api.call("g1", "write_todos", {"todos": [todo("ok"), todo(description)]})
     assert_rejected(response, "Each todo must have a non-empty description string")
     assert response.json()["error"]["details"] == {"index": 1}
-    assert revision(api, "g1") is None
+    assert api.revision("g1") is None
 
 
 @pytest.mark.parametrize("description", ["\u200b", "\x1c", "\u0085"])
@@ -179,7 +172,7 @@ def test_it_rejects_two_in_progress_whatever_the_project_policy(api, project):
     response = api.call("g1", "write_todos", {"todos": todos})
     assert_rejected(response, 'Invalid parameters: Only one task can be "in_progress" at a time.')
     assert response.json()["error"]["details"] == {"indexes": [0, 2]}
-    assert revision(api, "g1") is None
+    assert api.revision("g1") is None
 
 
 def test_it_has_no_item_limit_of_its_own(api):
@@ -200,7 +193,7 @@ def test_it_refuses_arguments_that_are_not_json(api):
     assert response.status_code == 400
     assert body["error"]["code"] == "invalid_json"
     assert body["error"]["message"].startswith("The arguments are not valid JSON: Expecting value")
-    assert revision(api, "g1") is None
+    assert api.revision("g1") is None
 
 
 def test_it_refuses_empty_arguments_text():

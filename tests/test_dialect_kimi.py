@@ -21,14 +21,6 @@ SEED_SNAPSHOT = {
 }
 
 
-def revision(api, key: str) -> int | None:
-    """The session's revision, or None when it does not exist."""
-    response = api.get(f"/api/v1/sessions/{key}")
-    if response.status_code == 404:
-        return None
-    return response.json()["revision"]
-
-
 def chat(arguments: str) -> dict[str, Any]:
     return {"id": "call_1", "type": "function", "function": {"name": "SetTodoList", "arguments": arguments}}
 
@@ -55,7 +47,7 @@ def test_it_accepts_the_seed_snapshot(api):
     ]
     # The display block speaks Kimi's words again.
     assert body["data"]["display"] == {"type": "todo", "items": SEED_SNAPSHOT["todos"]}
-    assert revision(api, "k1") == 1
+    assert api.revision("k1") == 1
 
 
 def test_it_rejects_the_seed_error_example_with_every_error(api):
@@ -72,7 +64,7 @@ def test_it_rejects_the_seed_error_example_with_every_error(api):
     )
     assert body["reply"]["is_error"] is True
     assert body["reply"]["content"] == message
-    assert revision(api, "k1") is None
+    assert api.revision("k1") is None
 
 
 def test_it_reports_errors_in_every_item_not_only_the_first(api):
@@ -92,7 +84,7 @@ def test_it_reports_errors_in_every_item_not_only_the_first(api):
     )
     assert "todos.2.status\n  Input should be 'pending', 'in_progress' or 'done'" in message
     assert "todos.3.title\n  Field required [type=missing" in message
-    assert revision(api, "k1") == 1
+    assert api.revision("k1") == 1
 
 
 @pytest.mark.parametrize("status", ["completed", "Done", "PENDING", " pending", "in-progress"])
@@ -100,7 +92,7 @@ def test_it_rejects_statuses_outside_the_three_exact_words(api, status):
     response = api.call("k1", "SetTodoList", {"todos": [{"title": "a", "status": status}]})
     assert response.status_code == 422
     assert "Input should be 'pending', 'in_progress' or 'done'" in response.json()["error"]["message"]
-    assert revision(api, "k1") is None
+    assert api.revision("k1") is None
 
 
 @pytest.mark.parametrize("title", ["   ", "\t\n", "\u3000", "x"])
@@ -135,7 +127,7 @@ def test_it_reads_when_todos_is_not_usable(api, args):
     body = response.json()
     assert response.status_code == 200, body
     assert body["output"] == "Current todo list:\n- [done] 梳理需求\n- [in_progress] 实现主流程\n- [pending] 补充测试"
-    assert revision(api, "k1") == 1
+    assert api.revision("k1") == 1
 
 
 def test_it_reads_on_empty_arguments_text(api):
@@ -148,14 +140,14 @@ def test_it_reads_on_empty_arguments_text(api):
         "tool_call_id": "call_1",
         "content": response.json()["output"],
     }
-    assert revision(api, "k1") == 1
+    assert api.revision("k1") == 1
 
 
 def test_it_reads_an_empty_list(api):
     response = api.call("k1", "SetTodoList", {}, query="?reply=native")
     assert response.status_code == 200, response.json()
     assert response.json()["output"] == "Todo list is empty."
-    assert revision(api, "k1") in (None, 0)
+    assert api.revision("k1") in (None, 0)
 
 
 def test_it_clears_the_list_with_an_empty_array(api):
@@ -164,7 +156,7 @@ def test_it_clears_the_list_with_an_empty_array(api):
     assert response.status_code == 200
     assert response.json()["output"] == "Todo list updated"
     assert response.json()["data"]["todos"] == []
-    assert revision(api, "k1") == 2
+    assert api.revision("k1") == 2
     read = api.call("k1", "SetTodoList", {}, query="?reply=native")
     assert read.json()["output"] == "Todo list is empty."
 
@@ -185,7 +177,7 @@ def test_it_rejects_arguments_that_are_not_json(api):
         code="invalid_json",
     )
     assert response.json()["reply"]["content"] == response.json()["error"]["message"]
-    assert revision(api, "k1") is None
+    assert api.revision("k1") is None
 
 
 def test_it_accepts_raw_control_characters_in_strings_as_kosong_does(api):
@@ -199,7 +191,7 @@ def test_it_refuses_a_raw_nul_even_though_kosong_would_parse_it(api):
     response = api.tool("k1", chat('{"todos": [{"title": "a\x00b", "status": "pending"}]}'))
     assert response.status_code == 422
     assert "NUL" in response.json()["error"]["message"]
-    assert revision(api, "k1") is None
+    assert api.revision("k1") is None
 
 
 @pytest.mark.parametrize(
@@ -219,7 +211,7 @@ def test_it_rejects_arguments_that_are_not_an_object_as_pydantic_does(api, argum
         "  Input should be a valid dictionary or instance of Params [type=model_type"
     )
     assert shown in message
-    assert revision(api, "k1") is None
+    assert api.revision("k1") is None
 
 
 def test_it_rejects_a_todos_value_that_is_not_a_list(api):
