@@ -43,7 +43,9 @@ function stepItem(step) {
   const duration = el(
     "span",
     { class: "duration", "data-started": inProgress && step.started_at ? step.started_at : null },
-    formatDuration(step.duration_s),
+    inProgress && step.started_at
+      ? formatDuration((Date.now() - Date.parse(step.started_at)) / 1000)
+      : formatDuration(step.duration_s),
   );
   return el(
     "li",

@@ -53,7 +53,12 @@ class LiveServer:
 
     def start(self) -> None:
         config = uvicorn.Config(
-            self.application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off", ws="websockets"
+            self.application,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="off",
+            ws="websockets-sansio",
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

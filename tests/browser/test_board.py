@@ -94,6 +94,7 @@ def test_it_moves_a_step_to_done_and_the_bar_within_a_second(page_for, agent, me
     expect(step).to_have_class(re.compile("status-in_progress"))
     expect(step.locator(".active-form")).to_have_text("Write the fix now")
     expect(step.locator(".spinner")).to_have_count(1)
+    expect(step.locator(".duration")).to_have_text(re.compile(r"^\d+s$"))  # a running clock
 
     agent.todo_write(
         "run-1", [("Read the issue", "completed"), ("Write the fix", "completed"), ("Run the tests", "in_progress")]

@@ -1,0 +1,165 @@
+"""Browser pages rendered on the server: dashboard, panel, revisions, exports, login."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+
+from todoweb.models import Project, Session
+
+HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+
+
+def plan(*statuses: str, prefix: str = "Step") -> dict:
+    return {
+        "todos": [
+            {"content": f"{prefix} {i}", "status": s, "activeForm": f"Doing {prefix.lower()} {i}"}
+            for i, s in enumerate(statuses)
+        ]
+    }
+
+
+@pytest.fixture
+def member(project) -> User:
+    user = User.objects.create_user("member", password="pw")
+    project.members.add(user)
+    return user
+
+
+@pytest.fixture
+def member_client(client, member):
+    client.force_login(member)
+    return client
+
+
+@pytest.fixture
+def session(api) -> Session:
+    api.call("run-1", "TodoWrite", plan("completed", "in_progress", "pending"))
+    return Session.objects.get(key="run-1")
+
+
+def test_it_sends_anonymous_visitors_to_the_login_page(client, session):
+    assert client.get("/").url == "/accounts/login/?next=/"
+    assert client.get(f"/s/{session.public_id}/").url.startswith("/accounts/login/")
+
+
+def test_it_logs_in_with_django_accounts(client, member):
+    page = client.get("/accounts/login/")
+    assert page.status_code == 200 and b'name="username"' in page.content
+    response = client.post("/accounts/login/", {"username": "member", "password": "pw"})
+    assert response.status_code == 302 and response.url == "/"
+    assert client.get("/").status_code == 200
+
+
+def test_it_renders_the_dashboard_with_the_users_sessions(api, member_client, session):
+    other = Project.objects.create(name="Other", slug="other")
+    Session.objects.create(project=other, key="not-mine")
+    page = member_client.get("/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert 'data-key="run-1"' in html and "not-mine" not in html
+    assert 'aria-valuenow="33"' in html and ">1/3<" in html
+    assert "Doing step 1" in html
+    config = json.loads(html.split('id="dashboard-config" type="application/json">')[1].split("</script>")[0])
+    assert config["ws"] == "/ws/dashboard/"
+
+
+def test_it_lets_staff_see_every_project(client, session):
+    staff = User.objects.create_user("boss", password="pw", is_staff=True)
+    client.force_login(staff)
+    assert 'data-key="run-1"' in client.get("/").content.decode()
+
+
+def test_it_filters_the_first_render(api, member_client, session):
+    api.call("done-run", "TodoWrite", plan("completed"))
+    html = member_client.get("/?state=completed").content.decode()
+    assert 'data-key="done-run" data-updated' in html.replace('"\n', '"')  # present
+    assert html.count(" hidden>") >= 1
+    run1 = html.split('data-key="run-1"')[1].split(">")[0]
+    assert "hidden" in run1
+    html = member_client.get("/?q=DONE").content.decode()
+    assert "hidden" not in html.split('data-key="done-run"')[1].split(">")[0]
+
+
+def test_it_nests_subagents_under_their_parent(api, member_client, session):
+    api.call("run-1:helper", "TodoWrite", plan("in_progress"))
+    Session.objects.filter(key="run-1:helper").update(parent=session)
+    html = member_client.get("/").content.decode()
+    parent_card = html.split('data-key="run-1"')[1]
+    children = parent_card.split('<ul class="children"')[1]
+    assert 'data-key="run-1:helper"' in children
+
+
+def test_it_renders_the_panel_before_any_script_runs(member_client, session):
+    html = member_client.get(f"/s/{session.public_id}/").content.decode()
+    assert html.count('class="step status-') == 3
+    assert 'class="step status-in_progress"' in html and "Doing step 1" in html
+    assert 'role="progressbar"' in html and 'aria-valuenow="33"' in html
+    assert 'aria-live="polite"' in html
+    config = json.loads(html.split('id="panel-config" type="application/json">')[1].split("</script>")[0])
+    assert config["ws"] == f"/ws/sessions/{session.public_id}/"
+    assert config["initial"]["revision"] == 1
+    assert config["revisionUrl"] == f"/s/{session.public_id}/revisions/{{n}}.json"
+
+
+def test_it_escapes_agent_text_everywhere(api, member_client):
+    api.call("evil", "TodoWrite", {"todos": [{"content": HOSTILE, "status": "in_progress", "activeForm": HOSTILE}]})
+    session = Session.objects.get(key="evil")
+    for html in (
+        member_client.get("/").content.decode(),
+        member_client.get(session.get_absolute_url()).content.decode(),
+    ):
+        assert "<script>alert" not in html and "<img src=x" not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    # json_script escapes <, > and & inside the config too.
+    assert "\\u003Cscript\\u003E" in member_client.get(session.get_absolute_url()).content.decode()
+
+
+def test_it_hides_other_projects_sessions(client, session):
+    outsider = User.objects.create_user("outsider", password="pw")
+    client.force_login(outsider)
+    assert client.get(f"/s/{session.public_id}/").status_code == 404
+    assert client.get(f"/s/{session.public_id}/revisions/1.json").status_code == 404
+    assert client.get(f"/s/{session.public_id}/export.json").status_code == 404
+    client.logout()
+    assert client.get(f"/s/{session.public_id}/revisions/1.json").status_code == 403
+
+
+def test_it_answers_the_plan_as_of_a_revision(api, member_client, session):
+    api.call("run-1", "TodoWrite", plan("completed", "completed", "in_progress"))
+    first = member_client.get(f"/s/{session.public_id}/revisions/1.json").json()
+    assert first["revision"] == 1 and first["counts"]["completed"] == 1 and first["tool"] == "TodoWrite"
+    assert member_client.get(f"/s/{session.public_id}/revisions/2.json").json()["counts"]["completed"] == 2
+    assert member_client.get(f"/s/{session.public_id}/revisions/3.json").status_code == 404
+
+
+def test_it_exports_json_with_the_history(api, member_client, session):
+    api.call("run-1", "TodoWrite", plan("completed", "completed", "in_progress"))
+    response = member_client.get(f"/s/{session.public_id}/export.json")
+    assert response["Content-Disposition"].startswith("attachment;")
+    body = json.loads(response.content)
+    assert body["revision"] == 2 and body["session"]["key"] == "run-1"
+    assert [r["revision"] for r in body["revisions"]] == [1, 2]
+
+
+def test_it_exports_markdown_with_escaped_text(api, member_client):
+    api.call("md", "TodoWrite", {"todos": [{"content": "[link](x) *b*", "status": "completed", "activeForm": "x"}]})
+    api.call("md", "TodoWrite", {"todos": [{"content": HOSTILE, "status": "in_progress", "activeForm": "Working"}]})
+    session = Session.objects.get(key="md")
+    text = member_client.get(f"/s/{session.public_id}/export.md").content.decode()
+    assert text.startswith("# md\n")
+    assert "- [>] \\<script\\>alert(1)\\</script\\>" in text and "— Working" in text
+    assert "## Dropped while unfinished" not in text  # the first step was completed, not dropped
+    assert "<script>" not in text
+
+
+def test_it_shows_dropped_steps_and_warnings(api, member_client):
+    api.call("drop", "TodoWrite", plan("in_progress", "pending"))
+    api.call("drop", "TodoWrite", {"todos": [{"content": "New", "status": "in_progress", "activeForm": "N"}] * 1})
+    api.call("drop", "TodoWrite", plan("in_progress", "in_progress", prefix="Twin"))
+    session = Session.objects.get(key="drop")
+    html = member_client.get(session.get_absolute_url()).content.decode()
+    assert 'id="dropped-section"' in html and "Step 0" in html
+    assert 'id="warnings-section" aria-labelledby="warnings-heading">' in html
