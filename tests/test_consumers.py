@@ -9,7 +9,6 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
-from conftest import Api
 from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
@@ -37,6 +36,15 @@ def plan(*statuses: str) -> dict:
             {"content": f"Step {i}", "status": s, "activeForm": f"Doing step {i}"} for i, s in enumerate(statuses)
         ]
     }
+
+
+def post_as(raw_token: str, key: str, body: dict):
+    return Client().post(
+        f"/api/v1/sessions/{key}/tool",
+        {"tool": "TodoWrite", "input": body},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {raw_token}"},
+    )
 
 
 def cookie_for(user: User) -> str:
@@ -253,7 +261,7 @@ async def test_it_does_not_open_the_dashboard_with_a_share_token(session):
 
 async def test_it_sends_the_dashboard_snapshot_of_the_users_projects(api, member, outsider, session):
     _, raw, _ = await sync_to_async(token_create)(project_slug="other")
-    await sync_to_async(Api(raw).call)("secret", "TodoWrite", plan("pending"))
+    await sync_to_async(post_as)(raw, "secret", plan("pending"))
     ws, connected, _ = await connect("/ws/dashboard/", user=member)
     assert connected
     event = await ws.receive_json_from(TIMEOUT)

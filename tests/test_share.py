@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from conftest import Api
+from django.test import Client
 from django.utils import timezone
 
 from todoweb.models import ShareLink, digest
@@ -70,7 +70,13 @@ def test_it_needs_a_token_at_all(client, session_key):
 
 def test_it_answers_404_for_a_session_of_another_project(api, session_key):
     _, raw, _ = token_create(project_slug="other")
-    assert share(Api(raw)).status_code == 404
+    other = Client().post(
+        "/api/v1/sessions/run-1/share",
+        "{}",
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {raw}"},
+    )
+    assert other.status_code == 404
     assert share(api, key="missing").status_code == 404
 
 

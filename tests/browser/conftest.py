@@ -175,6 +175,12 @@ def page_for(browser, asgi_server):
         context.close()
 
 
-def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+@pytest.fixture
+def shot():
+    """Screenshots go to artifacts/ (gitignored), for people to look at."""
+
+    def take(page, name: str) -> None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+    return take

@@ -7,7 +7,6 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import shot
 from playwright.sync_api import expect
 
 from todoweb.models import Session
@@ -35,7 +34,7 @@ def wait_live(page) -> None:
     assert page.evaluate("window.todowebReady") is True
 
 
-def test_it_logs_in_and_shows_a_new_session_on_the_dashboard_without_reload(page_for, agent, member):
+def test_it_logs_in_and_shows_a_new_session_on_the_dashboard_without_reload(shot, page_for, agent, member):
     agent.todo_write("older-run", [("Plan", "completed")])
     page = page_for()
     page.goto("/")
@@ -83,7 +82,7 @@ def test_it_shows_subagents_under_their_parent(page_for, agent, member, project)
     expect(parent_card.locator(".children > .card")).to_contain_text("main-run:helper")
 
 
-def test_it_moves_a_step_to_done_and_the_bar_within_a_second(page_for, agent, member):
+def test_it_moves_a_step_to_done_and_the_bar_within_a_second(shot, page_for, agent, member):
     agent.todo_write("run-1", PLAN)
     page = page_for(member)
     page.goto(f"/s/{public_id('run-1')}/")
@@ -109,7 +108,7 @@ def test_it_moves_a_step_to_done_and_the_bar_within_a_second(page_for, agent, me
     assert page.errors == []
 
 
-def test_it_opens_a_share_link_logged_out_until_it_is_revoked(page_for, agent, asgi_server):
+def test_it_opens_a_share_link_logged_out_until_it_is_revoked(shot, page_for, agent, asgi_server):
     agent.todo_write("shared-run", PLAN)
     created = agent.http.post("/api/v1/sessions/shared-run/share", json={"expires_in": 3600})
     assert created.status_code == 201
@@ -131,7 +130,7 @@ def test_it_opens_a_share_link_logged_out_until_it_is_revoked(page_for, agent, a
     assert page.request.get(created.json()["url"].replace("/?", "/export.json?")).status == 403
 
 
-def test_it_shows_hostile_strings_as_text(page_for, agent, member):
+def test_it_shows_hostile_strings_as_text(shot, page_for, agent, member):
     script = "<script>window.pwned = 1</script>"
     image = '<img src=x onerror="window.pwned = 2">'
     agent.todo_write("hostile", [{"content": script, "status": "pending", "activeForm": "x"}])
@@ -160,7 +159,7 @@ def test_it_shows_hostile_strings_as_text(page_for, agent, member):
     shot(page, "panel-hostile")
 
 
-def test_it_replays_an_earlier_revision_on_the_timeline(page_for, agent, member):
+def test_it_replays_an_earlier_revision_on_the_timeline(shot, page_for, agent, member):
     agent.todo_write("history", [("First", "in_progress"), ("Second", "pending")])
     agent.todo_write("history", [("First", "completed"), ("Second", "in_progress")])
     agent.todo_write("history", [("First", "completed"), ("Second", "completed"), ("Third", "in_progress")])
@@ -217,7 +216,7 @@ def test_it_reconnects_after_the_server_drops_the_socket_and_shows_the_latest_re
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_it_fits_a_phone_in_light_and_dark(page_for, agent, member, dark):
+def test_it_fits_a_phone_in_light_and_dark(shot, page_for, agent, member, dark):
     agent.todo_write("phone-run", PLAN)
     agent.todo_write(
         "phone-run", PLAN[:2] + [("A much longer step name that has to wrap on a narrow phone screen", "pending")]
