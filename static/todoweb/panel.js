@@ -29,8 +29,10 @@ function label(status) {
   return status.replace("_", " ");
 }
 
-function stepItem(step) {
+function stepItem(step, live) {
   const inProgress = step.status === "in_progress";
+  // A replayed revision shows no running clock: its step is not running now.
+  const running = live && inProgress && step.started_at;
   const body = el(
     "span",
     { class: "body" },
@@ -42,8 +44,8 @@ function stepItem(step) {
   );
   const duration = el(
     "span",
-    { class: "duration", "data-started": inProgress && step.started_at ? step.started_at : null },
-    inProgress && step.started_at
+    { class: "duration", "data-started": running ? step.started_at : null },
+    running
       ? formatDuration((Date.now() - Date.parse(step.started_at)) / 1000)
       : formatDuration(step.duration_s),
   );
@@ -56,8 +58,8 @@ function stepItem(step) {
   );
 }
 
-function renderSteps(todos) {
-  const items = todos.length ? todos.map(stepItem) : [el("li", { class: "step empty" }, "No steps yet.")];
+function renderSteps(todos, live) {
+  const items = todos.length ? todos.map((step) => stepItem(step, live)) : [el("li", { class: "step empty" }, "No steps yet.")];
   $("steps").replaceChildren(...items);
 }
 
@@ -84,13 +86,13 @@ function renderHeader(info) {
   setText($("updated"), timeAgo(info.updated_at));
 }
 
-function renderBody(data) {
+function renderBody(data, live = true) {
   shownRevision = data.revision;
   setText($("revision"), data.revision);
   setProgress($("bar"), data.counts.completed, data.counts.total);
   setText($("count"), `${data.counts.completed}/${data.counts.total}`);
   renderCounts(data.counts);
-  renderSteps(data.todos);
+  renderSteps(data.todos, live);
   renderList("dropped-section", "dropped", data.dropped, (step) =>
     el("li", {}, el("span", { class: "content" }, step.content), " ", el("span", { class: "was" }, `(was ${label(step.status)})`)),
   );
@@ -182,7 +184,7 @@ async function replay(n) {
   }
   // The slider may have moved on while the request was out.
   if (!replaying || Number(timeline.value) !== n) return;
-  renderBody(data);
+  renderBody(data, false);
   replayNote.hidden = false;
   const when = data.at ? ` (${new Date(data.at).toLocaleString()})` : "";
   setText(replayNote, `Replaying revision ${n} of ${latest.revision}${when}.`);
