@@ -34,6 +34,7 @@ lint: $(STAMP)  ## ruff format --check + ruff check
 
 bench: $(STAMP)  ## Run the benchmarks under bench/
 	$(PY) bench/write_path.py
+	$(PY) bench/live_update.py
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)

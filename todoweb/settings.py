@@ -153,6 +153,9 @@ WHITENOISE_USE_FINDERS = True
 # STATIC_ROOT exists only after `collectstatic` (production); until then the
 # finders serve everything and WhiteNoise's warning about the folder is noise.
 warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+# WhiteNoise hands Django file iterators that are synchronous; under ASGI Django
+# reads them through a thread, which is fine for static files.
+warnings.filterwarnings("ignore", message="StreamingHttpResponse must consume synchronous iterators")
 WHITENOISE_AUTOREFRESH = DEBUG
 
 # --- Security (production behind TLS: TODOWEB_HTTPS=1) --------------------
