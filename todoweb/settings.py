@@ -152,7 +152,7 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 # STATIC_ROOT exists only after `collectstatic` (production); until then the
 # finders serve everything and WhiteNoise's warning about the folder is noise.
-warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
+warnings.filterwarnings("ignore", message="No directory at")
 # WhiteNoise hands Django file iterators that are synchronous; under ASGI Django
 # reads them through a thread, which is fine for static files.
 warnings.filterwarnings("ignore", message="StreamingHttpResponse must consume synchronous iterators")
