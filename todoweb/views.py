@@ -22,21 +22,12 @@ from django.views.decorators.http import require_GET
 
 from . import plan
 from .models import Revision, Session
+from .render import MARKERS
 from .selectors import current_data, plan_data, session_summary, visible_projects, visible_sessions
 from .sharing import session_for_viewer
 
 STATES = ["active", "idle", "completed", "empty", "closed"]
 DASHBOARD_LIMIT = 500
-
-# The marker each status gets in text exports; same as the checklist reply (§4).
-MARKERS = {
-    "pending": "[ ]",
-    "in_progress": "[>]",
-    "completed": "[x]",
-    "failed": "[!]",
-    "blocked": "[~]",
-    "cancelled": "[-]",
-}
 
 
 def with_times(summary: dict[str, Any]) -> dict[str, Any]:

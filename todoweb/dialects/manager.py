@@ -13,6 +13,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from ..render import MARKERS
 from .base import InvalidInput, Item, Outcome, ToolDefinition, describe, js_string
 
 NAME = "manager"
@@ -22,16 +23,9 @@ SHAPE = "create_todos {items: [string]}; update_todo {id, status}"
 # update_todo accepts no way back to pending: a step only moves forward (seed 003).
 UPDATE_STATUSES = ("running", "completed", "failed")
 CANONICAL = {"running": "in_progress", "completed": "completed", "failed": "failed"}
-# The seed's four labels, plus todoweb's checklist markers for the canonical statuses
-# that only other dialects can set.
-LABELS = {
-    "pending": "[ ]",
-    "in_progress": "[>]",
-    "completed": "[x]",
-    "failed": "[!]",
-    "blocked": "[~]",
-    "cancelled": "[-]",
-}
+# The seed's four labels are todoweb's checklist markers, which also cover the
+# canonical statuses only other dialects can set (blocked, cancelled).
+LABELS = MARKERS
 NUMERIC_ID = re.compile(r"[0-9]+")
 
 
