@@ -5,12 +5,24 @@ import os
 from typing import Any
 
 import pytest
+from django.db import connections
 from django.test import Client
 
 from todoweb.models import ApiToken, Project
 from todoweb.tokens import token_create
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def close_connection_pool(django_db_setup, django_db_blocker):
+    """Close PostgreSQL's pool before the test database is dropped (idle pooled
+    connections from server threads would otherwise keep it open)."""
+    yield
+    with django_db_blocker.unblock():
+        for connection in connections.all():
+            if getattr(connection, "pool", None) is not None:
+                connection.close_pool()
 
 
 @pytest.fixture(autouse=True)
