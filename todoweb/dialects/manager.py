@@ -43,7 +43,7 @@ def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None) -
 def create(args: dict[str, Any], current: list[Item]) -> Outcome:
     descriptions = args.get("items")
     if not isinstance(descriptions, list) or not descriptions:
-        raise InvalidInput("错误：必须提供至少一个步骤描述。", details={"field": "items"})
+        raise InvalidInput("错误:必须提供至少一个步骤描述。", details={"field": "items"})
     first = next_number(current)
     created = [
         Item(content=js_string(description), status="pending", id=str(first + offset))
@@ -59,11 +59,11 @@ def update(args: dict[str, Any], current: list[Item]) -> Outcome:
     # The seed checks the status before it looks the step up.
     if status not in UPDATE_STATUSES:
         raise InvalidInput(
-            f'错误：无效状态 "{status}"，可选值: {", ".join(UPDATE_STATUSES)}', details={"field": "status"}
+            f'错误:无效状态 "{status}",可选值: {", ".join(UPDATE_STATUSES)}', details={"field": "status"}
         )
     index = next((i for i, item in enumerate(current) if item.id == step_id), None)
     if index is None:
-        raise InvalidInput(f'错误：未找到 ID 为 "{step_id}" 的步骤。', details={"id": step_id})
+        raise InvalidInput(f'错误:未找到 ID 为 "{step_id}" 的步骤。', details={"id": step_id})
     items = list(current)
     items[index] = replace(current[index], status=CANONICAL[status])
     step = items[index]
