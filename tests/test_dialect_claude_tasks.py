@@ -205,3 +205,18 @@ def test_it_defines_schemas_that_accept_valid_input_only(definition):
     jsonschema.validate(valid, definition.input_schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(invalid, definition.input_schema)
+
+
+def test_it_never_reuses_the_id_of_a_deleted_task(api):
+    create(api, "ct", "a")
+    create(api, "ct", "b")
+    ok(api, "ct", "TaskUpdate", {"taskId": "2", "status": "deleted"})
+    body = create(api, "ct", "c")
+    assert body["output"] == "Task #3 created successfully: c"
+    assert ok(api, "ct", "TaskUpdate", {"taskId": "3", "status": "in_progress"})["output"] == "Updated task #3 status"
+
+
+def test_it_keeps_the_counter_safe_from_huge_caller_ids(api):
+    todos = [{"content": "x", "status": "pending", "activeForm": "x", "id": "99999999999999"}]
+    assert api.call("ct", "TodoWrite", {"todos": todos}).status_code == 200
+    assert create(api, "ct", "a")["output"] == "Task #1 created successfully: a"

@@ -84,7 +84,17 @@ def reconcile(
         if step["status"] not in FINISHED and step["id"] not in removed:
             newly_dropped.append({**step, "dropped_at": iso(now), "dropped_in": revision})
     still_dropped = [step for j, step in enumerate(dropped, start=len(previous)) if j not in taken]
+    next_number = next_free_number(todos, next_number)
     return Reconciled(todos, changes, still_dropped + newly_dropped, newly_dropped, next_number)
+
+
+def next_free_number(todos: list[dict[str, Any]], next_number: int) -> int:
+    """Past every numeric id ever used, whoever chose it: a number is never reused."""
+    # Nine digits at most: a caller's id like "99999999999" must not overflow the counter.
+    numbers = [
+        int(step["id"]) for step in todos if len(step["id"]) <= 9 and step["id"].isascii() and step["id"].isdigit()
+    ]
+    return max([next_number, *(n + 1 for n in numbers)])
 
 
 def match_steps(candidates: list[dict[str, Any]], items: list[Item]) -> dict[int, int]:

@@ -85,7 +85,9 @@ def session_record_call(
             )
         previous_todos = previous.todos if previous else []
         try:
-            outcome = dialect.call(call.tool, call.args, plan.as_items(previous_todos), raw=call.raw)
+            outcome = dialect.call(
+                call.tool, call.args, plan.as_items(previous_todos), raw=call.raw, next_id=session.next_step_number
+            )
             if outcome.items is not None:
                 outcome.warnings = outcome.warnings + apply_policy(project, outcome)
         except InvalidInput as exc:

@@ -6,18 +6,21 @@ A dialect is one agent tool format, in one module of this package, exposing:
     TOOLS: tuple[str, ...]            # tool names it answers
     HANDLES_RAW: bool = False         # True: gets arguments text that is not JSON
     def fits(tool, args) -> bool      # only needed where a tool name is shared
-    def call(tool, args, current, *, raw=None) -> Outcome   # pure: no database
+    def call(tool, args, current, *, raw=None, next_id=1) -> Outcome   # pure: no database
     def definitions() -> list[ToolDefinition]
 
 `call` validates the input exactly as the real tool does, raising `InvalidInput`
 with the tool's own wording for the first problem, and otherwise returns the whole
 resulting list (or None for a read) and the reply text in the tool's own words.
-`current` is the session's list before the call, so incremental tools can patch it.
+`current` is the session's list before the call, so incremental tools can patch it;
+`next_id` is the lowest number the session never used as a step id, so ids a tool
+hands out (like Claude Code's tasks) are never handed out twice.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -108,3 +111,12 @@ def js_string(value: Any) -> str:
     if isinstance(value, dict):
         return "[object Object]"
     return str(value)
+
+
+NUMERIC_ID = re.compile(r"[0-9]{1,9}")  # longer numbers would overflow the counter
+
+
+def next_number(current: list[Item], next_id: int) -> int:
+    """The next id a tool numbers a new step with: past every id the list or the session used."""
+    numbers = [int(item.id) for item in current if item.id and NUMERIC_ID.fullmatch(item.id)]
+    return max([next_id, *(n + 1 for n in numbers)])

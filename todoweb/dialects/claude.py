@@ -20,7 +20,7 @@ def fits(tool: str, args: Any) -> bool:
     return True
 
 
-def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None) -> Outcome:
+def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1) -> Outcome:
     if tool == "TodoRead":
         return Outcome(native=read_reply(current))
     items = parse_todos(args)

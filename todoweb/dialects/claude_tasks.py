@@ -13,11 +13,10 @@ tasks' blocked_by. `metadata` is accepted but not stored (steps have no such fie
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
-from .base import InvalidInput, Item, Outcome, ToolDefinition, describe
+from .base import InvalidInput, Item, Outcome, ToolDefinition, describe, next_number
 
 NAME = "claude-tasks"
 TOOLS = ("TaskCreate", "TaskUpdate", "TaskGet", "TaskList")
@@ -25,7 +24,6 @@ SHAPE = "TaskCreate {subject, description, activeForm?}; TaskUpdate {taskId, …
 
 STATUSES = ("pending", "in_progress", "completed")
 UPDATE_STATUSES = (*STATUSES, "deleted")
-NUMERIC_ID = re.compile(r"[0-9]+")
 
 # Parameter → expected JSON type, per tool ("status" is checked against its enum).
 PARAMETERS: dict[str, dict[str, str]] = {
@@ -51,10 +49,10 @@ def fits(tool: str, args: Any) -> bool:
     return True
 
 
-def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None) -> Outcome:
+def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1) -> Outcome:
     args = check(tool, args)
     if tool == "TaskCreate":
-        return create(args, current)
+        return create(args, current, next_id)
     if tool == "TaskList":
         return Outcome(native=list_text(current))
     index = find(current, args["taskId"])
@@ -112,14 +110,9 @@ def find(current: list[Item], task_id: str) -> int:
     raise InvalidInput(f"Task #{task_id} not found", details={"task_id": task_id})
 
 
-def next_id(current: list[Item]) -> str:
-    numbers = [int(item.id) for item in current if item.id and NUMERIC_ID.fullmatch(item.id)]
-    return str(max(numbers, default=0) + 1)
-
-
-def create(args: dict[str, Any], current: list[Item]) -> Outcome:
+def create(args: dict[str, Any], current: list[Item], next_id: int) -> Outcome:
     task = Item(
-        id=next_id(current),
+        id=str(next_number(current, next_id)),
         content=args["subject"],
         notes=args["description"],
         active_form=args.get("activeForm"),

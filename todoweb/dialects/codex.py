@@ -58,7 +58,7 @@ def fits(tool: str, args: Any) -> bool:
     return True
 
 
-def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None) -> Outcome:
+def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1) -> Outcome:
     # The model's own text where there is one (OpenAI forms); otherwise the input as
     # compact JSON, the form a model would most likely have written it in.
     text = raw if raw is not None else compact_json(args)

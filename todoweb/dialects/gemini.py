@@ -59,7 +59,7 @@ def fits(tool: str, args: Any) -> bool:
     return any("description" in keys for keys in fields) or not any("content" in keys for keys in fields)
 
 
-def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None) -> Outcome:
+def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1) -> Outcome:
     if args is UNPARSED:
         raise InvalidInput(f"The arguments are not valid JSON: {json_error(raw or '')}", code="invalid_json")
     problem = schema_error(args)

@@ -53,7 +53,7 @@ def fits(tool: str, args: Any) -> bool:
     return True
 
 
-def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None) -> Outcome:
+def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1) -> Outcome:
     if args is UNPARSED:
         args = parse_arguments(raw or "")
     try:

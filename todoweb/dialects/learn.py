@@ -29,7 +29,7 @@ def fits(tool: str, args: Any) -> bool:
     return True
 
 
-def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None) -> Outcome:
+def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1) -> Outcome:
     # The loop calls `handler(**block.input)` and then reads `kw["items"]`: these
     # are the messages Python gives for a non-mapping input and a missing key.
     if not isinstance(args, dict):

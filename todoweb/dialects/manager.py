@@ -9,12 +9,11 @@ and shown as JavaScript would show it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
 from ..render import MARKERS
-from .base import InvalidInput, Item, Outcome, ToolDefinition, describe, js_string
+from .base import InvalidInput, Item, Outcome, ToolDefinition, describe, js_string, next_number
 
 NAME = "manager"
 TOOLS = ("create_todos", "update_todo")
@@ -26,25 +25,24 @@ CANONICAL = {"running": "in_progress", "completed": "completed", "failed": "fail
 # The seed's four labels are todoweb's checklist markers, which also cover the
 # canonical statuses only other dialects can set (blocked, cancelled).
 LABELS = MARKERS
-NUMERIC_ID = re.compile(r"[0-9]+")
 
 
 def fits(tool: str, args: Any) -> bool:
     return True
 
 
-def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None) -> Outcome:
+def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1) -> Outcome:
     args = args if isinstance(args, dict) else {}
     if tool == "create_todos":
-        return create(args, current)
+        return create(args, current, next_id)
     return update(args, current)
 
 
-def create(args: dict[str, Any], current: list[Item]) -> Outcome:
+def create(args: dict[str, Any], current: list[Item], next_id: int) -> Outcome:
     descriptions = args.get("items")
     if not isinstance(descriptions, list) or not descriptions:
         raise InvalidInput("错误:必须提供至少一个步骤描述。", details={"field": "items"})
-    first = next_number(current)
+    first = next_number(current, next_id)
     created = [
         Item(content=js_string(description), status="pending", id=str(first + offset))
         for offset, description in enumerate(descriptions)
@@ -73,12 +71,6 @@ def update(args: dict[str, Any], current: list[Item]) -> Outcome:
 def js_value(args: dict[str, Any], key: str) -> str:
     """`String(args[key])`: a missing key is "undefined"."""
     return js_string(args[key]) if key in args else "undefined"
-
-
-def next_number(current: list[Item]) -> int:
-    """Ids continue after the highest numeric id already in the list (the seed's nextId)."""
-    numbers = [int(item.id) for item in current if item.id and NUMERIC_ID.fullmatch(item.id)]
-    return max(numbers, default=0) + 1
 
 
 def plan_text(items: list[Item]) -> str:

@@ -60,7 +60,7 @@ def fits(tool: str, args: Any) -> bool:
     return not (isinstance(args, dict) and "todos" in args and "steps" not in args)
 
 
-def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None) -> Outcome:
+def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1) -> Outcome:
     args, cast = registry_checks(args)
     task, steps = decode(args, sorted_keys=cast)
     task = task or DEFAULT_TASK
