@@ -37,7 +37,8 @@ def test_it_rejects_arguments_that_are_not_a_json_object_with_a_reply(api):
     answer = assert_error(api.tool("s1", body), 400, "invalid_json")
     assert answer["reply"] == {"role": "tool", "tool_call_id": "call_7", "content": answer["error"]["message"]}
     body["function"]["arguments"] = {"todos": []}
-    assert_error(api.tool("s1", body), 400, "invalid_json")
+    answer = assert_error(api.tool("s1", body), 400, "invalid_json")
+    assert answer["reply"]["tool_call_id"] == "call_7"
 
 
 @pytest.mark.parametrize("body", [[], '"just a string"', 42, {"hello": "world"}, {"type": "tool_use", "name": ""}])

@@ -53,6 +53,8 @@ def test_it_replays_across_envelopes_with_the_same_call(api):
     )
     assert again["Idempotent-Replayed"] == "true"
     assert again.json()["data"] == first.json()["data"]
+    # The first answer, with the reply in the form of the repeat.
+    assert again.json()["reply"] == {"role": "tool", "tool_call_id": "x1", "content": first.json()["output"]}
 
 
 def test_it_does_not_remember_failed_calls(api):
@@ -61,3 +63,12 @@ def test_it_does_not_remember_failed_calls(api):
     good = api.call("s1", "TodoWrite", {"todos": [{"content": ""}]}, call_id="toolu_1")
     assert good.status_code == 422
     assert "Idempotent-Replayed" not in good
+
+
+def test_it_refuses_an_idempotency_key_reused_for_another_call_id(api):
+    headers = {"Idempotency-Key": "kk"}
+    api.call("s1", "TodoWrite", WRITE, call_id="toolu_A", headers=headers)
+    r = api.call("s1", "TodoWrite", WRITE, call_id="toolu_B", headers=headers)
+    assert r.status_code == 422
+    assert r.json()["error"]["code"] == "idempotency_conflict"
+    assert r.json()["reply"]["tool_use_id"] == "toolu_B"

@@ -102,3 +102,11 @@ def test_it_does_not_count_a_deliberate_removal_as_dropped():
     r2 = run(r1.todos, [], [step("a", "in_progress")], next_number=3, revision=2, removed=["2"])
     assert r2.dropped == [] and r2.newly_dropped == []
     assert r2.changes == [{"id": "2", "from": "pending", "to": None}]
+
+
+def test_it_finds_a_step_by_content_when_the_caller_starts_sending_ids():
+    r1 = run([], [], [step("a", "in_progress")])
+    r2 = run(r1.todos, [], [step("a", "in_progress", id="abc")], next_number=2)
+    assert r2.todos[0]["id"] == "abc"
+    assert r2.todos[0]["started_at"] == r1.todos[0]["started_at"]
+    assert r2.dropped == []

@@ -159,3 +159,35 @@ def test_it_publishes_openapi_and_docs(api, client):
     schema = client.get("/api/v1/openapi.json").json()
     assert "/api/v1/sessions/{session_key}/tool" in schema["paths"]
     assert client.get("/api/v1/docs").status_code == 200
+
+
+def test_it_brings_an_archived_session_back_when_its_agent_writes(api):
+    api.call("s1", "TodoWrite", plan("pending"))
+    api.delete("/api/v1/sessions/s1")
+    r = api.call("s1", "TodoWrite", plan("in_progress"))
+    assert r.json()["data"]["revision"] == 2
+    assert api.get("/api/v1/sessions/s1").json()["revision"] == 2
+    assert [s["key"] for s in api.get("/api/v1/sessions").json()["sessions"]] == ["s1"]
+
+
+def test_it_requires_json_for_a_patch(api):
+    api.call("s1", "TodoWrite", plan("pending"))
+    r = api.client.patch("/api/v1/sessions/s1", data='{"title": "x"}', content_type="text/plain", headers=api.headers)
+    assert r.status_code == 415
+    assert api.patch("/api/v1/sessions/s1", {"titel": "typo"}).status_code == 422
+
+
+def test_it_shows_a_revision_with_the_session_as_it_stood_then(api):
+    api.call("s1", "update_plan", {"explanation": "Plan for the flag", "plan": [{"step": "a", "status": "pending"}]})
+    api.call("s1", "TodoWrite", plan("completed"))
+    api.patch("/api/v1/sessions/s1", {"title": "Renamed later"})
+    first = api.get("/api/v1/sessions/s1/revisions/1").json()
+    assert first["session"]["title"] == "Plan for the flag"
+    assert first["session"]["dialect"] == "codex"
+    assert first["session"]["state"] == "active"
+    assert api.get("/api/v1/sessions/s1/revisions/2").json()["session"]["state"] == "completed"
+
+
+def test_it_documents_bearer_auth_in_openapi(client, db):
+    schema = client.get("/api/v1/openapi.json").json()
+    assert schema["components"]["securitySchemes"] == {"TokenAuth": {"type": "http", "scheme": "bearer"}}

@@ -32,7 +32,9 @@ class ToolCall:
     raw: str | None = None  # the arguments text, for the two OpenAI forms
 
     def fingerprint(self) -> str:
-        body = [self.tool, self.raw if self.args is UNPARSED else self.args]
+        # The call id is part of the body: reusing an Idempotency-Key for another
+        # call must not hand that call the first one's reply.
+        body = [self.tool, self.call_id, self.raw if self.args is UNPARSED else self.args]
         return hashlib.sha256(compact_json(body).encode()).hexdigest()
 
     def reply(self, content: str, *, is_error: bool = False) -> dict[str, Any]:
@@ -54,13 +56,11 @@ def parse_call(body: Any) -> ToolCall:
         )
     if isinstance(body.get("function"), dict):
         function = body["function"]
-        name = tool_name(function.get("name"), "function.name")
-        raw = arguments_text(function.get("arguments"), "function.arguments")
-        return ToolCall("chat", name, call_id(body.get("id")), decode(raw), raw)
+        call = ToolCall("chat", tool_name(function.get("name"), "function.name"), call_id(body.get("id")), None)
+        return with_arguments(call, function.get("arguments"), "function.arguments")
     if body.get("type") == "function_call":
-        name = tool_name(body.get("name"), "name")
-        raw = arguments_text(body.get("arguments"), "arguments")
-        return ToolCall("responses", name, call_id(body.get("call_id")), decode(raw), raw)
+        call = ToolCall("responses", tool_name(body.get("name"), "name"), call_id(body.get("call_id")), None)
+        return with_arguments(call, body.get("arguments"), "arguments")
     if "tool" in body:
         return ToolCall("plain", tool_name(body.get("tool"), "tool"), call_id(body.get("id")), body.get("input", {}))
     raise ApiError(422, "invalid_input", f"Unrecognised tool call. Expected {EXPECTED}")
@@ -88,12 +88,15 @@ def call_id(value: Any) -> str | None:
     raise ApiError(422, "invalid_input", "The tool call id must be a string of at most 200 characters")
 
 
-def arguments_text(value: Any, field: str) -> str:
+def with_arguments(call: ToolCall, value: Any, field: str) -> ToolCall:
+    """The call with its arguments text decoded (an OpenAI call carries JSON as a string)."""
     if value is None:
-        return ""
+        value = ""
     if not isinstance(value, str):
-        raise ApiError(400, "invalid_json", f"'{field}' must be a string holding a JSON object")
-    return value
+        error = ApiError(400, "invalid_json", f"'{field}' must be a string holding a JSON object")
+        error.reply_to = call
+        raise error
+    return ToolCall(call.form, call.tool, call.call_id, decode(value), value)
 
 
 def decode(raw: str) -> Any:

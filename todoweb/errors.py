@@ -23,6 +23,8 @@ class ApiError(Exception):
         self.details = details or {}
         self.data = data
         self.headers = headers or {}
+        # The tool call this error answers, when the body named one before failing.
+        self.reply_to = None
 
     def body(self) -> dict[str, Any]:
         answer: dict[str, Any] = {

@@ -98,7 +98,8 @@ def next_free_number(todos: list[dict[str, Any]], next_number: int) -> int:
 
 
 def match_steps(candidates: list[dict[str, Any]], items: list[Item]) -> dict[int, int]:
-    """Item index -> candidate index, by caller id, then exact content, then close content."""
+    """Item index -> candidate index, by caller id, then exact content, then close content
+    (the last only for items without an id: a caller's id is a deliberate identity)."""
     matches: dict[int, int] = {}
     free = set(range(len(candidates)))
 
@@ -114,11 +115,16 @@ def match_steps(candidates: list[dict[str, Any]], items: list[Item]) -> dict[int
                 free.discard(j)
                 break
 
+    # A caller id seen for the first time may name a step that had a server id
+    # before (a tool that starts sending ids): its content still finds it. Steps
+    # whose id some item claims stay reserved for that item.
+    claimed = {item.id for item in items if item.id is not None}
     by_content: dict[str, list[int]] = {}
     for j in sorted(free):
-        by_content.setdefault(candidates[j]["content"], []).append(j)
+        if candidates[j]["id"] not in claimed:
+            by_content.setdefault(candidates[j]["content"], []).append(j)
     for i, item in enumerate(items):
-        if item.id is not None or i in matches:
+        if i in matches:
             continue
         for j in by_content.get(item.content, ()):
             if j in free:

@@ -62,6 +62,9 @@ def session_record_call(
         # Serialises writers of this session (PostgreSQL row lock; on SQLite the
         # IMMEDIATE transaction already holds the database write lock).
         session = Session.objects.select_for_update(of=("self",)).select_related("project", "parent").get(pk=session.pk)
+        if session.archived_at is not None:
+            # An archived session that its agent writes to again is in use: it comes back.
+            session.archived_at = None
         if key:
             record = IdempotencyRecord.objects.filter(session=session, key=key).first()
             if record is not None:
@@ -72,7 +75,9 @@ def session_record_call(
                         f"Idempotency key '{key}' was already used with a different body",
                         details={"key": key},
                     )
-                return Answer(record.response, replayed=True)
+                # The first answer, with its reply in the form this request used.
+                replay = record.response | {"reply": call.reply(record.response["output"])}
+                return Answer(replay, replayed=True)
 
         previous = last_revision(session)
         if expected_revision is not None and expected_revision != session.revision:

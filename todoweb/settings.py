@@ -189,4 +189,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    # Every 4xx is an answer the caller gets in full; the log keeps server errors.
+    "loggers": {"django.request": {"level": "ERROR"}},
 }

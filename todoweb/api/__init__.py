@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
-from ..auth import token_auth
+from ..auth import TokenAuth
 from ..envelopes import sniff_call
 from ..errors import ApiError
 
@@ -19,14 +19,14 @@ api = NinjaAPI(
     title="todoweb",
     version="1",
     description="Live board for AI agents' todo lists: post each todo tool call, get the reply for the model.",
-    auth=token_auth,
+    auth=TokenAuth(),
     urls_namespace="api",
 )
 
 
 def error_response(request: HttpRequest, error: ApiError) -> JsonResponse:
     body = error.body()
-    call = getattr(request, "tool_call", None)
+    call = getattr(request, "tool_call", None) or error.reply_to
     if call is None and request.path.endswith("/tool"):
         try:
             call = sniff_call(request.body)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.utils.http import parse_etags
 from ninja import Router, Schema
 from pydantic import BaseModel, ConfigDict
@@ -77,7 +77,7 @@ def get_resume(request: HttpRequest, session_key: str) -> HttpResponse:
     session = get_session(request.auth, session_key)
     etag = f'"{session.revision}"'
     if matches(request.headers.get("If-None-Match", ""), etag):
-        response = HttpResponse(status=304)
+        response = HttpResponseNotModified()
     else:
         response = HttpResponse(resume_text(current_data(session)), content_type="text/plain; charset=utf-8")
     response["ETag"] = etag
@@ -87,6 +87,9 @@ def get_resume(request: HttpRequest, session_key: str) -> HttpResponse:
 
 
 def matches(if_none_match: str, etag: str) -> bool:
-    # If-None-Match compares weakly (RFC 9110 13.1.2): W/"3" matches "3".
+    # If-None-Match compares weakly (RFC 9110 13.1.2): W/"3" matches "3". A bare
+    # revision number (3, unquoted) is what a hand-written client sends: accept it.
+    if if_none_match.strip().isdigit():
+        if_none_match = f'"{if_none_match.strip()}"'
     tags = parse_etags(if_none_match)
     return "*" in tags or etag in (tag.removeprefix("W/") for tag in tags)

@@ -11,13 +11,16 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from ninja import Field, Query, Router, Schema
+from pydantic import BaseModel, ConfigDict
 
 from .. import plan
 from ..auth import require_write
+from ..dialects.base import FINISHED
 from ..errors import ApiError
 from ..models import Revision, Session
 from ..selectors import current_data, plan_data, session_summary
 from ..services import session_archive, session_change
+from .body import json_body, validated
 from .lookups import get_session
 
 router = Router(tags=["sessions"])
@@ -81,14 +84,25 @@ def get_session_data(request: HttpRequest, session_key: str) -> dict[str, Any]:
     return current_data(get_session(request.auth, session_key))
 
 
-class SessionPatch(Schema):
+class SessionPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     title: str | None = Field(None, max_length=500)
     closed: bool | None = None
 
 
-@router.patch("/sessions/{session_key}", summary="Rename, close or reopen a session")
-def patch_session(request: HttpRequest, session_key: str, payload: SessionPatch) -> dict[str, Any]:
+PATCH_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": SessionPatch.model_json_schema(), "example": {"closed": True}}},
+    }
+}
+
+
+@router.patch("/sessions/{session_key}", openapi_extra=PATCH_BODY, summary="Rename, close or reopen a session")
+def patch_session(request: HttpRequest, session_key: str) -> dict[str, Any]:
     require_write(request.auth)
+    payload = validated(SessionPatch, json_body(request))
     session = get_session(request.auth, session_key)
     session = session_change(session, title=payload.title, closed=payload.closed)
     return current_data(session)
@@ -129,7 +143,16 @@ def get_revision(request: HttpRequest, session_key: str, number: int) -> dict[st
 
 
 def revision_data(session: Session, row: Revision, *, now: datetime | None = None) -> dict[str, Any]:
-    return plan_data(session, row, now=now) | {
+    """The plan as of revision `row`: its steps, and the session as it stood then."""
+    data = plan_data(session, row, now=now)
+    todos = row.todos
+    data["session"] |= {
+        "title": row.title or data["session"]["title"],
+        "dialect": row.dialect,
+        "state": "empty" if not todos else "completed" if all(t["status"] in FINISHED for t in todos) else "active",
+        "updated_at": plan.iso(row.created_at),
+    }
+    return data | {
         "written": {
             "tool": row.tool,
             "dialect": row.dialect,
