@@ -100,6 +100,8 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     # live server in other threads. One per process, so parallel runs never collide.
     _db["TEST"] = {"NAME": str(BASE_DIR / f".test-db-{os.getpid()}.sqlite3")}
 elif _db["ENGINE"] == "django.db.backends.postgresql":
+    # One test database per process: two test runs on one server never collide.
+    _db["TEST"] = {"NAME": f"test_{_db['NAME']}_{os.getpid()}"}
     _db.setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": env_int("TODOWEB_DB_POOL_SIZE", 8),
