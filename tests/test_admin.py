@@ -67,3 +67,10 @@ def test_it_keeps_revisions_read_only(staff_client, api):
     r = staff_client.post(f"/admin/todoweb/revision/{pk}/change/", {"tool": "hacked"})
     assert r.status_code == 403
     assert staff_client.get("/admin/todoweb/revision/add/").status_code == 403
+
+
+def test_it_filters_sessions_by_state(staff_client, api):
+    api.call("busy", "TodoWrite", {"todos": [{"content": "a", "status": "in_progress", "activeForm": "a"}]})
+    api.call("done", "TodoWrite", {"todos": [{"content": "a", "status": "completed", "activeForm": "a"}]})
+    page = staff_client.get("/admin/todoweb/session/?state=completed").content.decode()
+    assert ">done<" in page and ">busy<" not in page

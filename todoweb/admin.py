@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from .models import ApiToken, Project, Revision, Session, ShareLink, Step
+from .selectors import state_filter
 from .services import publish_state
 from .tokens import token_revoke
 
@@ -73,10 +74,24 @@ class StepInline(admin.TabularInline):
         return False
 
 
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin) -> list[tuple[str, str]]:
+        return [(state.value, state.label) for state in Session.State]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Session]) -> QuerySet[Session]:
+        if self.value() not in Session.State.values:
+            return queryset
+        return queryset.filter(state_filter(self.value(), timezone.now()))
+
+
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
     list_display = ["__str__", "key", "project", "dialect", "state_badge", "progress_text", "revision", "updated_at"]
     list_filter = [
+        StateFilter,
         "project",
         "dialect",
         ("closed_at", admin.EmptyFieldListFilter),

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import QuerySet
+from django.conf import settings
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from . import plan
@@ -63,6 +64,19 @@ def last_revision(session: Session) -> Revision | None:
 
 def current_data(session: Session) -> dict[str, Any]:
     return plan_data(session, last_revision(session))
+
+
+def state_filter(state: str, now: datetime) -> Q:
+    """Sessions in a derived state, as a database filter (the state_at rules, in SQL)."""
+    idle_since = now - timedelta(seconds=settings.TODOWEB_IDLE_AFTER)
+    open_ = Q(closed_at__isnull=True)
+    return {
+        "closed": Q(closed_at__isnull=False),
+        "empty": open_ & Q(total_steps=0),
+        "completed": open_ & Q(total_steps__gt=0, open_steps=0),
+        "idle": open_ & Q(open_steps__gt=0, updated_at__lte=idle_since),
+        "active": open_ & Q(open_steps__gt=0, updated_at__gt=idle_since),
+    }[state]
 
 
 def visible_projects(user) -> QuerySet[Project]:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import base64
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
-from django.conf import settings
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -18,7 +17,7 @@ from ..auth import require_write
 from ..dialects.base import FINISHED
 from ..errors import ApiError
 from ..models import Revision, Session
-from ..selectors import current_data, plan_data, session_summary
+from ..selectors import current_data, plan_data, session_summary, state_filter
 from ..services import session_archive, session_change
 from .body import json_body, validated
 from .lookups import get_session
@@ -53,18 +52,6 @@ def list_sessions(request: HttpRequest, query: Query[SessionsQuery]) -> dict[str
         "sessions": [session_summary(s, now=now) for s in page],
         "next_cursor": encode_cursor(page[-1]) if more else None,
     }
-
-
-def state_filter(state: str, now: datetime) -> Q:
-    idle_since = now - timedelta(seconds=settings.TODOWEB_IDLE_AFTER)
-    open_ = Q(closed_at__isnull=True)
-    return {
-        "closed": Q(closed_at__isnull=False),
-        "empty": open_ & Q(total_steps=0),
-        "completed": open_ & Q(total_steps__gt=0, open_steps=0),
-        "idle": open_ & Q(open_steps__gt=0, updated_at__lte=idle_since),
-        "active": open_ & Q(open_steps__gt=0, updated_at__gt=idle_since),
-    }[state]
 
 
 def encode_cursor(session: Session) -> str:
