@@ -159,7 +159,9 @@ def test_it_accepts_duplicates_extra_fields_and_long_text(api, project):
     body = write(
         api, "ln", [item("a", item_id="1"), item("a", item_id="1", status="completed") | {"extra": 1}, item(long)]
     )
-    assert [t["id"] for t in body["data"]["todos"]] == ["1", "1", "3"]
+    # The reply keeps the caller's ids; the stored steps get a unique id each.
+    assert body["output"].splitlines()[:2] == ["[ ] #1: a", "[x] #1: a"]
+    assert [t["id"] for t in body["data"]["todos"]] == ["1", "1#2", "3"]
     assert body["data"]["todos"][2]["content"] == long
 
 

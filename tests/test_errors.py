@@ -172,3 +172,30 @@ def test_it_rejects_bad_query_parameters(api):
 def test_it_rejects_a_bad_if_match(api):
     assert_error(api.call("s1", "TodoWrite", WRITE, headers={"If-Match": "abc"}), 422, "invalid_input")
     assert_error(api.tool("s1", {"tool": "TodoWrite", "input": WRITE, "expected_revision": "1"}), 422, "invalid_input")
+
+
+def test_it_caps_text_the_database_limits_on_every_backend(api):
+    long_title = "t" * 600
+    r = api.call("s1", "update_plan", {"explanation": long_title, "plan": [{"step": "a", "status": "pending"}]})
+    assert r.status_code == 200
+    assert r.json()["data"]["session"]["title"] == long_title[:500]
+    api.call("s2", "TaskCreate", {"subject": "a", "description": "d"})
+    r = api.call("s2", "TaskUpdate", {"taskId": "1", "owner": "o" * 300})
+    assert_error(r, 422, "invalid_input")
+    assert "owner" in r.json()["error"]["message"]
+    assert_error(api.get("/api/v1/sessions?q=a%00b"), 422, "invalid_input")
+
+
+def test_it_still_answers_a_committed_write_when_the_channel_layer_fails(
+    api, monkeypatch, django_capture_on_commit_callbacks
+):
+    from todoweb import events
+
+    def broken(group, event):
+        raise ConnectionError("channel layer down")
+
+    monkeypatch.setattr(events, "send", broken)
+    with django_capture_on_commit_callbacks(execute=True):
+        r = api.call("s1", "TodoWrite", WRITE)
+    assert r.status_code == 200
+    assert r.json()["data"]["revision"] == 1

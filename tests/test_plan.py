@@ -110,3 +110,11 @@ def test_it_finds_a_step_by_content_when_the_caller_starts_sending_ids():
     assert r2.todos[0]["id"] == "abc"
     assert r2.todos[0]["started_at"] == r1.todos[0]["started_at"]
     assert r2.dropped == []
+
+
+def test_it_makes_repeated_caller_ids_unique():
+    r1 = run([], [], [step("a", id="1"), step("b", id="1"), step("c", id="1")])
+    assert [t["id"] for t in r1.todos] == ["1", "1#2", "1#3"]
+    r2 = run(r1.todos, [], [step("a", id="1"), step("b", id="1"), step("c", id="1")])
+    assert [t["id"] for t in r2.todos] == ["1", "1#2", "1#3"]
+    assert r2.changes == []

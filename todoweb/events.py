@@ -80,7 +80,9 @@ def publish_on_commit(*, public_id: str, project_id: int, session_event: Event, 
         send(dashboard_group(project_id), dashboard_event)
         send(STAFF_GROUP, dashboard_event)
 
-    transaction.on_commit(publish)
+    # robust: the write is committed whatever happens to its event; a channel layer
+    # that is down must not turn a stored revision into an error (and a retry).
+    transaction.on_commit(publish, robust=True)
 
 
 class ShareRevoked(Event):
@@ -91,4 +93,4 @@ class ShareRevoked(Event):
 
 
 def publish_share_revoked(*, public_id: str) -> None:
-    transaction.on_commit(lambda: send(session_group(public_id), ShareRevoked(session=public_id)))
+    transaction.on_commit(lambda: send(session_group(public_id), ShareRevoked(session=public_id)), robust=True)

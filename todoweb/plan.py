@@ -57,6 +57,7 @@ def reconcile(
     used_ids = {item.id for item in items if item.id is not None}
     used_ids |= {candidates[j]["id"] for j in taken}
     todos, changes = [], []
+    seen_ids: set[str] = set()
     for index, item in enumerate(items):
         j = matches.get(index)
         before = candidates[j] if j is not None else None
@@ -70,6 +71,11 @@ def reconcile(
             step_id = str(next_number)
             used_ids.add(step_id)
             next_number += 1
+        if step_id in seen_ids:
+            # Some tools accept a repeated id (learn's `todo`); the board needs each
+            # step addressable, so a repeat becomes "<id>#2", "<id>#3", …
+            step_id = next(f"{step_id}#{n}" for n in range(2, len(items) + 2) if f"{step_id}#{n}" not in seen_ids)
+        seen_ids.add(step_id)
         step = advance(before, item, step_id=step_id, position=index, now=now)
         old_status = before["status"] if before is not None and j < len(previous) else None
         if old_status != step["status"]:

@@ -41,10 +41,13 @@ def session_record_call(
     reply_style: str,
     idempotency_key: str | None = None,
     expected_revision: int | None = None,
-    parent: Session | None = None,
+    parent_key: str | None = None,
     default_title: str | None = None,
 ) -> Answer:
-    """Run one tool call against a session; write a revision if the call changes the plan."""
+    """Run one tool call against a session; write a revision if the call changes the plan.
+
+    `parent_key` names the session this one is a subagent of (created if needed, in
+    the same transaction, so an invalid call leaves neither behind)."""
     try:
         dialect = dialects.resolve(call.tool, call.args)
     except dialects.UnknownTool as exc:
@@ -58,6 +61,7 @@ def session_record_call(
     key = idempotency_key or call.call_id
     with write_lock(), transaction.atomic():
         # Inside the transaction, so that an invalid first call leaves no session behind.
+        parent = session_get_or_create(project=project, key=parent_key) if parent_key else None
         session = session_get_or_create(project=project, key=session_key, parent=parent)
         # Serialises writers of this session (PostgreSQL row lock; on SQLite the
         # IMMEDIATE transaction already holds the database write lock).
@@ -124,7 +128,7 @@ def session_record_call(
             dialect=dialect.NAME,
             call_id=call.call_id or "",
             raw_input=call.raw if call.args is UNPARSED else call.args,
-            title=outcome.title or "",
+            title=(outcome.title or "")[:500],
             todos=result.todos,
             changes=result.changes,
             dropped=result.dropped,
@@ -161,6 +165,9 @@ def write_lock() -> AbstractContextManager:
     return _sqlite_writer if connection.vendor == "sqlite" else nullcontext()
 
 
+OWNER_MAX_CHARS = Step._meta.get_field("owner").max_length
+
+
 def apply_policy(project: Project, outcome: Outcome) -> list[Warning]:
     """The project's limits on top of the dialect's own rules."""
     items = outcome.items or []
@@ -180,6 +187,11 @@ def apply_policy(project: Project, outcome: Outcome) -> list[Warning]:
                     f"this project allows at most {limit}",
                     details={"index": index, "field": field, "max_content_chars": limit},
                 )
+        if item.owner is not None and len(item.owner) > OWNER_MAX_CHARS:
+            raise InvalidInput(
+                f"Item at index {index}: owner is longer than {OWNER_MAX_CHARS} characters",
+                details={"index": index, "field": "owner"},
+            )
     in_progress = [index for index, item in enumerate(items) if item.status == "in_progress"]
     if len(in_progress) <= 1 or project.single_in_progress == Project.SingleInProgress.OFF:
         return []

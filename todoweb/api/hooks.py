@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,8 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..auth import require_write
 from ..envelopes import ToolCall, call_id
 from ..errors import ApiError
-from ..models import Project
-from ..services import Answer, session_get_or_create, session_record_call
+from ..services import session_record_call
 from .body import json_body, validated
 from .lookups import SESSION_KEY, check_key
 
@@ -98,10 +96,12 @@ def post_claude_code_hook(request: HttpRequest, reply: Literal["checklist", "nat
 
     call = ToolCall("anthropic", hook.tool_name, call_id(hook.tool_use_id), hook.tool_input)
     request.tool_call = call  # so that an error answer carries the `reply` too
-    answer = record_hook_call(
+    # A subagent's calls go to its own session, under the main one.
+    child = hook.agent_id is not None
+    answer = session_record_call(
         project=request.auth.project,
-        session_id=hook.session_id,
-        agent_id=hook.agent_id,
+        session_key=f"{hook.session_id}:{hook.agent_id}" if child else hook.session_id,
+        parent_key=hook.session_id if child else None,
         call=call,
         reply_style=reply or request.auth.project.reply_style,
         default_title=folder_name(hook.cwd),
@@ -110,33 +110,6 @@ def post_claude_code_hook(request: HttpRequest, reply: Literal["checklist", "nat
     if answer.replayed:
         response["Idempotent-Replayed"] = "true"
     return response
-
-
-def record_hook_call(
-    *,
-    project: Project,
-    session_id: str,
-    agent_id: str | None,
-    call: ToolCall,
-    reply_style: str,
-    default_title: str | None,
-) -> Answer:
-    if agent_id is None:
-        return session_record_call(
-            project=project, session_key=session_id, call=call, reply_style=reply_style, default_title=default_title
-        )
-    # One transaction around both: an invalid subagent call leaves no parent behind
-    # either (the write path's own transaction becomes a savepoint inside this one).
-    with transaction.atomic():
-        parent = session_get_or_create(project=project, key=session_id)
-        return session_record_call(
-            project=project,
-            session_key=f"{session_id}:{agent_id}",
-            call=call,
-            reply_style=reply_style,
-            parent=parent,
-            default_title=default_title,
-        )
 
 
 def ignored(reason: str) -> JsonResponse:

@@ -27,7 +27,7 @@ router = Router(tags=["sessions"])
 
 class SessionsQuery(Schema):
     state: Literal["empty", "active", "idle", "completed", "closed"] | None = None
-    q: str | None = Field(None, max_length=200)
+    q: str | None = Field(None, max_length=200, pattern=r"^[^\x00]*$")
     limit: int = Field(50, ge=1, le=200)
     cursor: str | None = None
 
