@@ -74,3 +74,35 @@ def test_it_filters_sessions_by_state(staff_client, api):
     api.call("done", "TodoWrite", {"todos": [{"content": "a", "status": "completed", "activeForm": "a"}]})
     page = staff_client.get("/admin/todoweb/session/?state=completed").content.decode()
     assert ">done<" in page and ">busy<" not in page
+
+
+def test_it_renames_through_the_service_without_touching_the_counters(staff_client, api):
+    api.call("s1", "TodoWrite", {"todos": []})
+    session = Session.objects.get()
+    page = staff_client.get(f"/admin/todoweb/session/{session.pk}/change/")
+    assert page.status_code == 200
+    api.call("s1", "TodoWrite", {"todos": []})  # moves the revision on after the form was read
+    r = staff_client.post(
+        f"/admin/todoweb/session/{session.pk}/change/",
+        {
+            "title": "Renamed",
+            "steps-TOTAL_FORMS": 0,
+            "steps-INITIAL_FORMS": 0,
+            "steps-MIN_NUM_FORMS": 0,
+            "steps-MAX_NUM_FORMS": 1000,
+        },
+    )
+    assert r.status_code == 302
+    session.refresh_from_db()
+    assert session.title == "Renamed" and session.revision == 2
+    assert api.call("s1", "TodoWrite", {"todos": []}).json()["data"]["revision"] == 3
+
+
+def test_it_revokes_share_links_from_the_admin(staff_client, api):
+    from todoweb.models import ShareLink
+
+    api.call("s1", "TodoWrite", {"todos": []})
+    api.post("/api/v1/sessions/s1/share", {})
+    pk = ShareLink.objects.get().pk
+    staff_client.post("/admin/todoweb/sharelink/", {"action": "revoke", "_selected_action": [pk]})
+    assert ShareLink.objects.get().revoked_at is not None

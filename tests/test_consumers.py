@@ -145,7 +145,13 @@ async def test_it_sends_a_state_event_when_the_session_is_closed(api, member, se
     response = await sync_to_async(api.patch)("/api/v1/sessions/run-1", {"closed": True})
     assert response.status_code == 200
     event = await ws.receive_json_from(TIMEOUT)
-    assert event == {"type": "session.state", "session": session.public_id, "revision": 1, "state": "closed"}
+    assert event == {
+        "type": "session.state",
+        "session": session.public_id,
+        "revision": 1,
+        "state": "closed",
+        "title": session.title,
+    }
     await ws.disconnect()
 
 
@@ -155,7 +161,13 @@ async def test_it_sends_a_state_event_when_the_session_turns_idle(settings, memb
     snapshot = await ws.receive_json_from(TIMEOUT)
     assert snapshot["session"]["state"] == "active"
     event = await ws.receive_json_from(TIMEOUT)
-    assert event == {"type": "session.state", "session": session.public_id, "revision": 1, "state": "idle"}
+    assert event == {
+        "type": "session.state",
+        "session": session.public_id,
+        "revision": 1,
+        "state": "idle",
+        "title": session.title,
+    }
     await ws.disconnect()
 
 
@@ -317,3 +329,26 @@ async def test_it_refuses_the_dashboard_to_anonymous_visitors(db):
 async def test_it_refuses_the_dashboard_from_a_foreign_origin(member):
     _, connected, _ = await connect("/ws/dashboard/", user=member, origin="http://evil.example")
     assert not connected
+
+
+async def test_it_sends_a_rename_to_open_panels_and_the_new_title_after_a_reconnect(api, member, session):
+    ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    await ws.receive_json_from(TIMEOUT)
+    await sync_to_async(api.patch)("/api/v1/sessions/run-1", {"title": "Renamed"})
+    event = await ws.receive_json_from(TIMEOUT)
+    assert event["type"] == "session.state" and event["title"] == "Renamed"
+    await ws.disconnect()
+    again, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    snapshot = await again.receive_json_from(TIMEOUT)
+    assert snapshot["session"]["title"] == "Renamed"
+    await again.disconnect()
+
+
+async def test_it_drops_an_archived_session_from_the_dashboard(api, member, session):
+    ws, _, _ = await connect("/ws/dashboard/", user=member)
+    await ws.receive_json_from(TIMEOUT)
+    response = await sync_to_async(api.delete)("/api/v1/sessions/run-1")
+    assert response.status_code == 204
+    event = await ws.receive_json_from(TIMEOUT)
+    assert event == {"type": "session.archived", "session": session.public_id}
+    await ws.disconnect()

@@ -57,7 +57,7 @@ def receive_after(layer, group: str, action) -> dict:
 def test_it_delivers_an_event_sent_by_another_process(redis_layer):
     code = (
         "import django; django.setup(); from todoweb import events; "
-        "events.send('session-crossproc', events.SessionState(session='crossproc', revision=7, state='idle'))"
+        "events.send('session-crossproc', events.SessionState(session='crossproc', revision=7, state='idle', title='t'))"
     )
     env = os.environ | {"REDIS_URL": REDIS_TEST_URL, "DJANGO_SETTINGS_MODULE": "todoweb.settings"}
     message = receive_after(
@@ -66,7 +66,13 @@ def test_it_delivers_an_event_sent_by_another_process(redis_layer):
         lambda: subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60),
     )
     assert message["type"] == "session.state"
-    assert message["event"] == {"type": "session.state", "session": "crossproc", "revision": 7, "state": "idle"}
+    assert message["event"] == {
+        "type": "session.state",
+        "session": "crossproc",
+        "revision": 7,
+        "state": "idle",
+        "title": "t",
+    }
 
 
 def test_it_publishes_a_write_after_commit_through_redis(redis_layer, api, django_capture_on_commit_callbacks):

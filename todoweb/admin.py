@@ -11,7 +11,8 @@ from django.utils.html import format_html
 
 from .models import ApiToken, Project, Revision, Session, ShareLink, Step
 from .selectors import state_filter
-from .services import publish_state
+from .services import session_archive, session_change
+from .sharing import share_revoke
 from .tokens import token_revoke
 
 
@@ -136,18 +137,24 @@ class SessionAdmin(admin.ModelAdmin):
         url = reverse("admin:todoweb_revision_changelist") + f"?session__id__exact={session.pk}"
         return format_html('<a href="{}">{} revision(s)</a>', url, session.revision)
 
+    def save_model(self, request: HttpRequest, obj: Session, form, change: bool) -> None:
+        # Only the title is editable; saving the whole row could write back a
+        # revision counter that a concurrent tool call has moved on.
+        session_change(obj, title=form.cleaned_data["title"])
+
     @admin.action(description="Close selected sessions")
     def close(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
-        for session in queryset.filter(closed_at__isnull=True):
-            session.closed_at = timezone.now()
-            session.save(update_fields=["closed_at"])
-            publish_state(session)
-        self.message_user(request, "Closed.")
+        sessions = list(queryset.filter(closed_at__isnull=True))
+        for session in sessions:
+            session_change(session, closed=True)
+        self.message_user(request, f"Closed {len(sessions)} session(s).")
 
     @admin.action(description="Archive selected sessions")
     def archive(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
-        count = queryset.filter(archived_at__isnull=True).update(archived_at=timezone.now())
-        self.message_user(request, f"Archived {count} session(s).")
+        sessions = list(queryset.filter(archived_at__isnull=True))
+        for session in sessions:
+            session_archive(session)
+        self.message_user(request, f"Archived {len(sessions)} session(s).")
 
 
 @admin.register(Revision)
@@ -173,8 +180,14 @@ class RevisionAdmin(admin.ModelAdmin):
 @admin.register(ShareLink)
 class ShareLinkAdmin(admin.ModelAdmin):
     list_display = ["session", "created_at", "expires_at", "revoked_at"]
-    readonly_fields = ["session", "digest", "created_at", "expires_at"]
+    readonly_fields = ["session", "digest", "created_at", "expires_at", "revoked_at"]
     list_select_related = ["session"]
+    actions = ["revoke"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    @admin.action(description="Revoke selected links")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ShareLink]) -> None:
+        count = share_revoke(queryset)
+        self.message_user(request, f"Revoked {count} link(s); their open pages are disconnected.")

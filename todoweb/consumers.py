@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import OrderedDict
 from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs
@@ -22,7 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from . import events
-from .selectors import current_data, session_summary, visible_projects, visible_sessions
+from .selectors import current_data, dashboard_summaries, visible_projects
 from .sharing import session_for_viewer
 
 # Close codes the page understands: stop reconnecting and say why.
@@ -41,30 +40,9 @@ ORM_FREE = frozenset(
         "session.state",
         "session.summary",
         "share.revoked",
+        "session.archived",
     }
 )
-
-DASHBOARD_LIMIT = 500
-
-
-class EncodedCache:
-    """Serialise an event once per process, not once per watcher."""
-
-    def __init__(self, size: int = 512):
-        self.size = size
-        self.items: OrderedDict[tuple, str] = OrderedDict()
-
-    def encode(self, key: tuple, payload: dict[str, Any]) -> str:
-        text = self.items.get(key)
-        if text is None:
-            text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-            self.items[key] = text
-            if len(self.items) > self.size:
-                self.items.popitem(last=False)
-        return text
-
-
-encoded = EncodedCache()
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -137,6 +115,14 @@ class SessionConsumer(LiveConsumer):
 
     async def connect(self) -> None:
         self.public_id: str = self.scope["url_route"]["kwargs"]["public_id"]
+        self.share_link_id = None
+        self.revision = -1
+        self.state = ""
+        self.title = ""
+        self.updated_at: str | None = None
+        # Join before checking access and reading: a revision, or a revocation of
+        # the share link, committed in between still reaches this socket.
+        await self.join(events.session_group(self.public_id))
         share = parse_qs(self.scope.get("query_string", b"").decode()).get("share", [None])[0]
         access = await database_sync_to_async(session_for_viewer)(
             user=self.scope.get("user"), public_id=self.public_id, share=share
@@ -146,11 +132,6 @@ class SessionConsumer(LiveConsumer):
             return
         session, link = access
         self.share_link_id = link.pk if link else None
-        self.revision = -1
-        self.state = ""
-        self.updated_at: str | None = None
-        # Join before reading, so that no revision committed in between is missed.
-        await self.join(events.session_group(self.public_id))
         data = await database_sync_to_async(current_data)(session)
         await self.accept()
         await self.send_snapshot(data)
@@ -158,15 +139,19 @@ class SessionConsumer(LiveConsumer):
             remaining = (link.expires_at - timezone.now()).total_seconds()
             self.start_timer("expiry", max(0.0, remaining), self.end_share)
 
-    async def send_snapshot(self, event: dict[str, Any]) -> None:
+    async def send_snapshot(self, event: dict[str, Any], text: str | None = None) -> None:
+        """Send a snapshot unless this socket already showed that revision or a newer one.
+
+        `text` is the event as published, serialised once for every watcher."""
         if event["revision"] <= self.revision:
             return
         self.revision = event["revision"]
         info = event["session"]
         self.state = info["state"]
+        self.title = info["title"]
         self.updated_at = info["updated_at"]
-        payload = {"type": "session.snapshot"} | {k: v for k, v in event.items() if k != "type"}
-        text = encoded.encode(("snapshot", self.public_id, self.revision, self.state), payload)
+        if text is None:
+            text = events.snapshot_event(event).model_dump_json()
         await self.send(text_data=text)
         self.watch_idle()
 
@@ -180,22 +165,24 @@ class SessionConsumer(LiveConsumer):
     async def turn_idle(self) -> None:
         # No write arrived in time (a write would have restarted the timer).
         self.state = "idle"
-        event = events.SessionState(session=self.public_id, revision=self.revision, state="idle")
+        event = events.SessionState(session=self.public_id, revision=self.revision, state="idle", title=self.title)
         await self.send_json(event.model_dump(mode="json"))
 
     async def session_snapshot(self, message: dict[str, Any]) -> None:
-        await self.send_snapshot(message["event"])
+        await self.send_snapshot(message["event"], message.get("text"))
 
     async def session_state(self, message: dict[str, Any]) -> None:
         event = message["event"]
         if event["revision"] < self.revision:
             return
         self.state = event["state"]
-        await self.send_json(event)
+        self.title = event["title"]
+        await self.send(text_data=message.get("text") or json.dumps(event))
         self.watch_idle()
 
     async def share_revoked(self, message: dict[str, Any]) -> None:
-        if self.share_link_id is not None:
+        links = message["event"].get("links")
+        if self.share_link_id is not None and (links is None or self.share_link_id in links):
             await self.end_share()
 
     async def end_share(self) -> None:
@@ -205,9 +192,7 @@ class SessionConsumer(LiveConsumer):
 
 def dashboard_sessions(user) -> tuple[list[dict[str, Any]], list[str]]:
     """The summaries a user may see (newest activity first) and the groups to join."""
-    now = timezone.now()
-    sessions = visible_sessions(user).order_by("-updated_at", "-pk")[:DASHBOARD_LIMIT]
-    summaries = [session_summary(s, now=now) for s in sessions]
+    summaries = dashboard_summaries(user)
     if user.is_staff:
         groups = [events.STAFF_GROUP]
     else:
@@ -240,11 +225,12 @@ class DashboardConsumer(LiveConsumer):
         if known is not None and known["revision"] > summary["revision"]:
             return
         self.summaries[summary["id"]] = summary
-        text = encoded.encode(
-            ("summary", summary["id"], summary["revision"], summary["state"], summary["updated_at"]),
-            {"type": "session.summary", "session": summary},
-        )
-        await self.send(text_data=text)
+        await self.send(text_data=message.get("text") or events.SessionSummary(session=summary).model_dump_json())
+        self.watch_idle()
+
+    async def session_archived(self, message: dict[str, Any]) -> None:
+        self.summaries.pop(message["event"]["session"], None)
+        await self.send(text_data=message["text"])
         self.watch_idle()
 
     def watch_idle(self) -> None:

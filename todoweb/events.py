@@ -47,6 +47,7 @@ class SessionState(Event):
     session: str  # the opaque id
     revision: int
     state: str
+    title: str
 
 
 class SessionSummary(Event):
@@ -68,7 +69,9 @@ def send(group: str, event: Event) -> None:
     if layer is None:
         return
     # The consumer handler is named after the type: session.snapshot -> session_snapshot.
-    async_to_sync(layer.group_send)(group, {"type": event.type, "event": event.model_dump(mode="json")})
+    # `text` is the event serialised once, here, for every watcher in every process.
+    message = {"type": event.type, "event": event.model_dump(mode="json"), "text": event.model_dump_json()}
+    async_to_sync(layer.group_send)(group, message)
 
 
 def publish_on_commit(*, public_id: str, project_id: int, session_event: Event, summary: dict[str, Any]) -> None:
@@ -85,12 +88,31 @@ def publish_on_commit(*, public_id: str, project_id: int, session_event: Event, 
     transaction.on_commit(publish, robust=True)
 
 
+class SessionArchived(Event):
+    """A session left the board: dashboards drop it, share-link watchers hang up."""
+
+    type: Literal["session.archived"] = "session.archived"
+    session: str  # the opaque id
+
+
 class ShareRevoked(Event):
     """Internal: tells share-authenticated watchers of a session to hang up."""
 
     type: Literal["share.revoked"] = "share.revoked"
     session: str  # the opaque id
+    links: list[int] | None = None  # the revoked links' ids; None: every link of the session
 
 
-def publish_share_revoked(*, public_id: str) -> None:
-    transaction.on_commit(lambda: send(session_group(public_id), ShareRevoked(session=public_id)), robust=True)
+def publish_archived(*, public_id: str, project_id: int) -> None:
+    def publish() -> None:
+        event = SessionArchived(session=public_id)
+        send(session_group(public_id), ShareRevoked(session=public_id))
+        send(dashboard_group(project_id), event)
+        send(STAFF_GROUP, event)
+
+    transaction.on_commit(publish, robust=True)
+
+
+def publish_share_revoked(*, public_id: str, links: list[int] | None = None) -> None:
+    event = ShareRevoked(session=public_id, links=links)
+    transaction.on_commit(lambda: send(session_group(public_id), event), robust=True)

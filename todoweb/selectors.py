@@ -90,3 +90,14 @@ def visible_sessions(user) -> QuerySet[Session]:
     if user.is_staff:
         return sessions
     return sessions.filter(project__members=user)
+
+
+# The dashboard shows the most recently active sessions, up to this many.
+DASHBOARD_LIMIT = 500
+
+
+def dashboard_summaries(user) -> list[dict[str, Any]]:
+    """The summaries of the sessions a user may see, newest activity first."""
+    now = timezone.now()
+    sessions = visible_sessions(user).order_by("-updated_at", "-pk")[:DASHBOARD_LIMIT]
+    return [session_summary(session, now=now) for session in sessions]

@@ -277,14 +277,19 @@ def session_change(session: Session, *, title: str | None = None, closed: bool |
 
 
 def session_archive(session: Session) -> None:
+    """Hide a session (kept until pruned): dashboards drop it, share links stop working."""
     with transaction.atomic():
-        Session.objects.filter(pk=session.pk, archived_at__isnull=True).update(archived_at=timezone.now())
+        archived = Session.objects.filter(pk=session.pk, archived_at__isnull=True).update(archived_at=timezone.now())
+        if archived:
+            events.publish_archived(public_id=session.public_id, project_id=session.project_id)
 
 
 def publish_state(session: Session) -> None:
     events.publish_on_commit(
         public_id=session.public_id,
         project_id=session.project_id,
-        session_event=events.SessionState(session=session.public_id, revision=session.revision, state=session.state),
+        session_event=events.SessionState(
+            session=session.public_id, revision=session.revision, state=session.state, title=session.title
+        ),
         summary=session_summary(session),
     )

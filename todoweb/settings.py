@@ -7,6 +7,7 @@ channel layer; DATABASE_URL and REDIS_URL switch to PostgreSQL and Redis.
 from __future__ import annotations
 
 import os
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -97,8 +98,9 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     # A file, not shared-cache memory: tests run real concurrent writers and a
-    # live server in other threads. One per process, so parallel runs never collide.
-    _db["TEST"] = {"NAME": str(BASE_DIR / f".test-db-{os.getpid()}.sqlite3")}
+    # live server in other threads. One per process, so parallel runs never collide,
+    # in the temp folder, where SQLite's -wal/-shm leftovers do not litter the checkout.
+    _db["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"todoweb-test-{os.getpid()}.sqlite3")}
 elif _db["ENGINE"] == "django.db.backends.postgresql":
     # One test database per process: two test runs on one server never collide.
     _db["TEST"] = {"NAME": f"test_{_db['NAME']}_{os.getpid()}"}

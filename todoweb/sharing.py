@@ -10,6 +10,7 @@ import secrets
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from . import events
@@ -35,6 +36,20 @@ def share_revoke_all(*, session: Session) -> int:
     with transaction.atomic():
         count = ShareLink.objects.filter(session=session, revoked_at__isnull=True).update(revoked_at=timezone.now())
         events.publish_share_revoked(public_id=session.public_id)
+    return count
+
+
+def share_revoke(links: QuerySet[ShareLink]) -> int:
+    """Revokes these links and hangs up the sockets of their sessions' share viewers."""
+    with transaction.atomic():
+        revoked: dict[str, list[int]] = {}
+        for pk, public_id in links.filter(revoked_at__isnull=True).values_list("pk", "session__public_id"):
+            revoked.setdefault(public_id, []).append(pk)
+        count = ShareLink.objects.filter(pk__in=[pk for pks in revoked.values() for pk in pks]).update(
+            revoked_at=timezone.now()
+        )
+        for public_id, pks in revoked.items():
+            events.publish_share_revoked(public_id=public_id, links=pks)
     return count
 
 

@@ -17,17 +17,13 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from . import plan
 from .models import Revision, Session
 from .render import MARKERS
-from .selectors import current_data, plan_data, session_summary, visible_projects, visible_sessions
+from .selectors import current_data, dashboard_summaries, plan_data, session_summary, visible_projects
 from .sharing import session_for_viewer
-
-STATES = ["active", "idle", "completed", "empty", "closed"]
-DASHBOARD_LIMIT = 500
 
 
 def with_times(summary: dict[str, Any]) -> dict[str, Any]:
@@ -58,12 +54,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     project = request.GET.get("project", "")
     state = request.GET.get("state", "")
     q = request.GET.get("q", "").strip()
-    now = timezone.now()
-    sessions = visible_sessions(request.user).order_by("-updated_at", "-pk")[:DASHBOARD_LIMIT]
-    summaries = [with_times(session_summary(s, now=now)) for s in sessions]
+    summaries = [with_times(summary) for summary in dashboard_summaries(request.user)]
     # Filters apply to the first render too (and without JavaScript); the page
     # script applies the same rules to live rows.
-    shown = {s["id"] for s in summaries if matches(s, project=project, state=state, q=q)}
+    shown = {s["id"] for s in summaries if summary_matches(s, project=project, state=state, q=q)}
     # A parent stays visible while one of its subagents matches.
     shown |= {s["parent"] for s in summaries if s["id"] in shown and s["parent"]}
     families = family_order(summaries)
@@ -74,7 +68,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "families": families,
             "shown": shown,
             "projects": list(visible_projects(request.user).values_list("slug", flat=True)),
-            "states": STATES,
+            "states": Session.State.values,
             "filters": {"project": project, "state": state, "q": q},
             "config": {"ws": "/ws/dashboard/", "idleAfter": settings.TODOWEB_IDLE_AFTER},
             "count": len(summaries),
@@ -82,7 +76,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     )
 
 
-def matches(summary: dict[str, Any], *, project: str, state: str, q: str) -> bool:
+def summary_matches(summary: dict[str, Any], *, project: str, state: str, q: str) -> bool:
     if project and summary["project"] != project:
         return False
     if state and summary["state"] != state:

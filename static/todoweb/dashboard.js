@@ -159,17 +159,21 @@ document.querySelector(".filters").addEventListener("submit", (event) => {
   onFilter();
 });
 
+function removeCard(id) {
+  const card = cards.get(id);
+  if (!card) return;
+  // Its subagents, if still visible, go back to the top level first.
+  for (const child of card.querySelectorAll(":scope > .children > .card")) list.append(child);
+  card.remove();
+  cards.delete(id);
+  sessions.delete(id);
+}
+
 function applySnapshot(message) {
   const ids = new Set(message.sessions.map((s) => s.id));
   for (const s of message.sessions) upsert(s);
-  for (const [id, card] of cards) {
-    if (!ids.has(id)) {
-      // Its subagents, if still visible, go back to the top level first.
-      for (const child of card.querySelectorAll(":scope > .children > .card")) list.append(child);
-      card.remove();
-      cards.delete(id);
-      sessions.delete(id);
-    }
+  for (const id of [...cards.keys()]) {
+    if (!ids.has(id)) removeCard(id);
   }
   refresh();
 }
@@ -193,6 +197,9 @@ new LiveSocket(config.ws, {
       showConnection(root, indicator, "live");
     } else if (message.type === "session.summary") {
       applySummary(message.session);
+    } else if (message.type === "session.archived") {
+      removeCard(message.session);
+      refresh();
     }
   },
   onStatus(status) {

@@ -142,8 +142,10 @@ function applySnapshot(event) {
 
 function applyState(event) {
   if (event.revision < latest.revision) return;
-  latest = { ...latest, session: { ...latest.session, state: event.state } };
+  latest = { ...latest, session: { ...latest.session, state: event.state, title: event.title } };
   setBadge($("state"), event.state);
+  setText($("title"), event.title || latest.session.key);
+  document.title = `${event.title || latest.session.key} · todoweb`;
 }
 
 function goLive() {

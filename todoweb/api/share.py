@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, Router, Schema, Status
-from pydantic import ValidationError
 
 from .. import plan
 from ..auth import require_write
-from ..errors import ApiError
 from ..sharing import DEFAULT_EXPIRES_IN, MAX_EXPIRES_IN, MIN_EXPIRES_IN, share_create, share_revoke_all, share_url
+from .body import json_body, validated
 from .lookups import get_session
 
 router = Router(tags=["share"])
@@ -30,19 +27,7 @@ class ShareOut(Schema):
 def share_input(request: HttpRequest) -> ShareIn:
     # The body is optional (an empty POST takes the default), so it is read here
     # rather than declared: ninja would answer 422 for a missing body.
-    raw = request.body.strip()
-    try:
-        body = json.loads(raw) if raw else {}
-    except ValueError:
-        raise ApiError(400, "invalid_json", "The body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise ApiError(422, "invalid_input", "The body must be a JSON object")
-    try:
-        return ShareIn.model_validate(body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ApiError(422, "invalid_input", f"{where}: {first['msg']}" if where else first["msg"]) from None
+    return validated(ShareIn, json_body(request) if request.body.strip() else {})
 
 
 @router.post(
