@@ -77,6 +77,26 @@ class Api:
         body = {"id": call_id, "type": "function", "function": {"name": tool, "arguments": arguments}}
         return self.tool(key, body, query=query)
 
+    def native(self, key: str, tool: str, args: Any, **extra):
+        """A plain-form call answered in the tool's own words."""
+        return self.call(key, tool, args, query="?reply=native", **extra)
+
+    def ok(self, key: str, tool: str, args: Any) -> dict:
+        response = self.native(key, tool, args)
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    def rejected(self, key: str, tool: str, args: Any, message: str, *, revision: int | None = None) -> dict:
+        """Asserts the call is refused with `message` (error and reply) and nothing was written:
+        the session stays at `revision` (None: it does not exist)."""
+        response = self.native(key, tool, args)
+        assert response.status_code == 422, response.content
+        body = response.json()
+        assert body["error"]["message"] == message
+        assert body["reply"]["is_error"] is True and body["reply"]["content"] == message
+        assert self.revision(key) == revision
+        return body
+
     def revision(self, key: str) -> int | None:
         """The session's revision, or None when it does not exist."""
         response = self.get(f"/api/v1/sessions/{key}")

@@ -6,31 +6,8 @@ import pytest
 from todoweb.dialects import claude_tasks
 
 
-def native(api, key: str, tool: str, args):
-    return api.call(key, tool, args, query="?reply=native")
-
-
-def ok(api, key: str, tool: str, args) -> dict:
-    response = native(api, key, tool, args)
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
-def assert_rejected(api, key: str, tool: str, args, message: str, *, revision: int | None = None) -> None:
-    response = native(api, key, tool, args)
-    assert response.status_code == 422, response.content
-    body = response.json()
-    assert body["error"]["message"] == message
-    assert body["reply"]["is_error"] is True
-    state = api.get(f"/api/v1/sessions/{key}")
-    if revision is None:
-        assert state.status_code == 404
-    else:
-        assert state.json()["revision"] == revision
-
-
 def create(api, key: str, subject: str, **extra) -> dict:
-    return ok(api, key, "TaskCreate", {"subject": subject, "description": f"About {subject}"} | extra)
+    return api.ok(key, "TaskCreate", {"subject": subject, "description": f"About {subject}"} | extra)
 
 
 def test_it_creates_tasks_with_server_ids(api):
@@ -55,12 +32,11 @@ def test_it_continues_after_the_highest_numeric_id(api):
 
 def test_it_updates_fields_and_names_them(api):
     create(api, "ct", "Run tests")
-    body = ok(api, "ct", "TaskUpdate", {"taskId": "1", "status": "in_progress"})
+    body = api.ok("ct", "TaskUpdate", {"taskId": "1", "status": "in_progress"})
     assert body["output"] == "Updated task #1 status"
     assert body["data"]["todos"][0]["status"] == "in_progress"
     assert body["data"]["current"] == ["1"]
-    body = ok(
-        api,
+    body = api.ok(
         "ct",
         "TaskUpdate",
         {
@@ -79,14 +55,14 @@ def test_it_updates_fields_and_names_them(api):
         "Running all tests",
         "me",
     )
-    completed = ok(api, "ct", "TaskUpdate", {"taskId": "1", "status": "completed"})
+    completed = api.ok("ct", "TaskUpdate", {"taskId": "1", "status": "completed"})
     assert completed["data"]["todos"][0]["completed_at"] is not None
     assert completed["data"]["revision"] == 4
 
 
 def test_it_writes_nothing_when_nothing_changes(api):
     create(api, "ct", "a")
-    body = ok(api, "ct", "TaskUpdate", {"taskId": "1", "status": "pending"})
+    body = api.ok("ct", "TaskUpdate", {"taskId": "1", "status": "pending"})
     assert body["output"] == "No changes to task #1"
     assert body["data"]["revision"] == 1
 
@@ -94,8 +70,8 @@ def test_it_writes_nothing_when_nothing_changes(api):
 def test_it_deletes_a_task_and_what_waited_on_it(api):
     create(api, "ct", "a")
     create(api, "ct", "b")
-    ok(api, "ct", "TaskUpdate", {"taskId": "2", "addBlockedBy": ["1"]})
-    body = ok(api, "ct", "TaskUpdate", {"taskId": "1", "status": "deleted"})
+    api.ok("ct", "TaskUpdate", {"taskId": "2", "addBlockedBy": ["1"]})
+    body = api.ok("ct", "TaskUpdate", {"taskId": "1", "status": "deleted"})
     assert body["output"] == "Updated task #1 deleted"
     assert [(t["id"], t["blocked_by"]) for t in body["data"]["todos"]] == [("2", [])]
     assert body["data"]["revision"] == 4
@@ -108,19 +84,19 @@ def test_it_deletes_a_task_and_what_waited_on_it(api):
 def test_it_records_dependencies_both_ways(api):
     for subject in ("a", "b", "c"):
         create(api, "ct", subject)
-    body = ok(api, "ct", "TaskUpdate", {"taskId": "3", "addBlockedBy": ["1", "2", "1"]})
+    body = api.ok("ct", "TaskUpdate", {"taskId": "3", "addBlockedBy": ["1", "2", "1"]})
     assert body["output"] == "Updated task #3 blockedBy"
-    body = ok(api, "ct", "TaskUpdate", {"taskId": "1", "addBlocks": ["2", "99"]})
+    body = api.ok("ct", "TaskUpdate", {"taskId": "1", "addBlocks": ["2", "99"]})
     assert body["output"] == "Updated task #1 blocks"
     assert {t["id"]: t["blocked_by"] for t in body["data"]["todos"]} == {"1": [], "2": ["1"], "3": ["1", "2"]}
 
 
 def test_it_lists_tasks(api):
-    assert ok(api, "ct", "TaskList", {})["output"] == "No tasks found"
+    assert api.ok("ct", "TaskList", {})["output"] == "No tasks found"
     create(api, "ct", "a")
     create(api, "ct", "b")
-    ok(api, "ct", "TaskUpdate", {"taskId": "2", "owner": "agent-1", "addBlockedBy": ["1"], "status": "in_progress"})
-    body = ok(api, "ct", "TaskList", {})
+    api.ok("ct", "TaskUpdate", {"taskId": "2", "owner": "agent-1", "addBlockedBy": ["1"], "status": "in_progress"})
+    body = api.ok("ct", "TaskList", {})
     assert body["output"] == "#1 [pending] a\n#2 [in_progress] b (agent-1) [blocked by #1]"
     assert body["data"]["revision"] == 3
 
@@ -128,20 +104,20 @@ def test_it_lists_tasks(api):
 def test_it_gets_one_task(api):
     create(api, "ct", "a")
     create(api, "ct", "b")
-    ok(api, "ct", "TaskUpdate", {"taskId": "2", "addBlockedBy": ["1"], "owner": "me"})
-    assert ok(api, "ct", "TaskGet", {"taskId": "1"})["output"] == (
+    api.ok("ct", "TaskUpdate", {"taskId": "2", "addBlockedBy": ["1"], "owner": "me"})
+    assert api.ok("ct", "TaskGet", {"taskId": "1"})["output"] == (
         "Task #1: a\nStatus: pending\nDescription: About a\nBlocks: #2"
     )
-    body = ok(api, "ct", "TaskGet", {"taskId": "2"})
+    body = api.ok("ct", "TaskGet", {"taskId": "2"})
     assert body["output"] == "Task #2: b\nStatus: pending\nDescription: About b\nOwner: me\nBlocked by: #1"
     assert body["data"]["revision"] == 3
 
 
 def test_it_rejects_an_unknown_task_id(api):
     create(api, "ct", "a")
-    assert_rejected(api, "ct", "TaskUpdate", {"taskId": "9", "status": "completed"}, "Task #9 not found", revision=1)
-    assert_rejected(api, "ct", "TaskGet", {"taskId": "9"}, "Task #9 not found", revision=1)
-    assert_rejected(api, "new", "TaskUpdate", {"taskId": "1", "status": "completed"}, "Task #1 not found")
+    api.rejected("ct", "TaskUpdate", {"taskId": "9", "status": "completed"}, "Task #9 not found", revision=1)
+    api.rejected("ct", "TaskGet", {"taskId": "9"}, "Task #9 not found", revision=1)
+    api.rejected("new", "TaskUpdate", {"taskId": "1", "status": "completed"}, "Task #1 not found")
 
 
 def test_it_validates_inputs_like_claude_code(api):
@@ -184,7 +160,7 @@ def test_it_validates_inputs_like_claude_code(api):
         ),
     ]
     for tool, args, message in cases:
-        assert_rejected(api, "ct", tool, args, message, revision=1)
+        api.rejected("ct", tool, args, message, revision=1)
 
 
 @pytest.mark.parametrize("definition", claude_tasks.definitions(), ids=lambda d: d.name)
@@ -210,10 +186,10 @@ def test_it_defines_schemas_that_accept_valid_input_only(definition):
 def test_it_never_reuses_the_id_of_a_deleted_task(api):
     create(api, "ct", "a")
     create(api, "ct", "b")
-    ok(api, "ct", "TaskUpdate", {"taskId": "2", "status": "deleted"})
+    api.ok("ct", "TaskUpdate", {"taskId": "2", "status": "deleted"})
     body = create(api, "ct", "c")
     assert body["output"] == "Task #3 created successfully: c"
-    assert ok(api, "ct", "TaskUpdate", {"taskId": "3", "status": "in_progress"})["output"] == "Updated task #3 status"
+    assert api.ok("ct", "TaskUpdate", {"taskId": "3", "status": "in_progress"})["output"] == "Updated task #3 status"
 
 
 def test_it_keeps_the_counter_safe_from_huge_caller_ids(api):

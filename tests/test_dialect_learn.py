@@ -6,27 +6,10 @@ import pytest
 from todoweb.dialects import learn
 
 
-def native(api, key: str, args):
-    return api.call(key, "todo", args, query="?reply=native")
-
-
 def write(api, key: str, items) -> dict:
-    response = native(api, key, {"items": items})
+    response = api.native(key, "todo", {"items": items})
     assert response.status_code == 200, response.content
     return response.json()
-
-
-def assert_rejected(api, key: str, args, message: str, *, revision: int | None = None) -> None:
-    response = native(api, key, args)
-    assert response.status_code == 422, response.content
-    body = response.json()
-    assert body["error"]["message"] == message
-    assert body["reply"] == {"tool_use_id": None, "content": message, "is_error": True}
-    state = api.get(f"/api/v1/sessions/{key}")
-    if revision is None:
-        assert state.status_code == 404
-    else:
-        assert state.json()["revision"] == revision
 
 
 def item(text, status="pending", item_id=None) -> dict:
@@ -91,34 +74,34 @@ def test_it_clears_the_list_with_no_todos(api):
 
 
 def test_it_checks_the_item_count_before_anything_else(api):
-    assert_rejected(api, "ln", {"items": [{}] * 21}, "Max 20 todos allowed")
-    assert_rejected(api, "ln", {"items": "x" * 21}, "Max 20 todos allowed")
+    api.rejected("ln", "todo", {"items": [{}] * 21}, "Max 20 todos allowed")
+    api.rejected("ln", "todo", {"items": "x" * 21}, "Max 20 todos allowed")
     assert write(api, "ln", [item(f"t{i}") for i in range(20)])["output"].endswith("(0/20 completed)")
 
 
 def test_it_checks_text_before_status(api):
-    assert_rejected(api, "ln", {"items": [{"id": "beta", "status": "nope"}]}, "Item beta: text required")
-    assert_rejected(api, "ln", {"items": [item("a"), {"text": "  ", "status": "bad"}]}, "Item 2: text required")
+    api.rejected("ln", "todo", {"items": [{"id": "beta", "status": "nope"}]}, "Item beta: text required")
+    api.rejected("ln", "todo", {"items": [item("a"), {"text": "  ", "status": "bad"}]}, "Item 2: text required")
 
 
 def test_it_reports_a_bad_status_before_two_in_progress(api):
     items = [item("a", "in_progress"), item("b", "in_progress"), item("c", "nope")]
-    assert_rejected(api, "ln", {"items": items}, "Item 3: invalid status 'nope'")
+    api.rejected("ln", "todo", {"items": items}, "Item 3: invalid status 'nope'")
     items[2]["status"] = "pending"
-    assert_rejected(api, "ln", {"items": items}, "Only one task can be in_progress at a time")
+    api.rejected("ln", "todo", {"items": items}, "Only one task can be in_progress at a time")
 
 
 def test_it_names_the_callers_id_in_errors(api):
     write(api, "ln", [item("a")])
-    assert_rejected(api, "ln", {"items": [item("a", "nope", "alpha")]}, "Item alpha: invalid status 'nope'", revision=1)
-    assert_rejected(api, "ln", {"items": [item("a", "nope", 7)]}, "Item 7: invalid status 'nope'", revision=1)
-    assert_rejected(api, "ln", {"items": [item("a", "nope")]}, "Item 1: invalid status 'nope'", revision=1)
+    api.rejected("ln", "todo", {"items": [item("a", "nope", "alpha")]}, "Item alpha: invalid status 'nope'", revision=1)
+    api.rejected("ln", "todo", {"items": [item("a", "nope", 7)]}, "Item 7: invalid status 'nope'", revision=1)
+    api.rejected("ln", "todo", {"items": [item("a", "nope")]}, "Item 1: invalid status 'nope'", revision=1)
 
 
 def test_it_lower_cases_statuses_without_stripping_them(api):
     body = write(api, "ln", [item("a", "IN_PROGRESS"), item("b", "Completed")])
     assert [t["status"] for t in body["data"]["todos"]] == ["in_progress", "completed"]
-    assert_rejected(api, "ln", {"items": [item("a", " pending")]}, "Item 1: invalid status ' pending'", revision=1)
+    api.rejected("ln", "todo", {"items": [item("a", " pending")]}, "Item 1: invalid status ' pending'", revision=1)
 
 
 def test_it_fills_in_missing_status_and_id(api):
@@ -130,13 +113,13 @@ def test_it_fills_in_missing_status_and_id(api):
 def test_it_treats_present_nulls_as_python_does(api):
     body = write(api, "ln", [{"id": None, "text": "a", "status": "pending"}])
     assert body["output"] == "[ ] #None: a\n\n(0/1 completed)"
-    assert_rejected(api, "ln", {"items": [{"text": "a", "status": None}]}, "Item 1: invalid status 'none'", revision=1)
-    assert_rejected(api, "ln", {"items": [{"text": "a", "status": True}]}, "Item 1: invalid status 'true'", revision=1)
+    api.rejected("ln", "todo", {"items": [{"text": "a", "status": None}]}, "Item 1: invalid status 'none'", revision=1)
+    api.rejected("ln", "todo", {"items": [{"text": "a", "status": True}]}, "Item 1: invalid status 'true'", revision=1)
 
 
 def test_it_rejects_a_null_text_instead_of_storing_none(api):
     # Deviation from the original, which stores the text "None" (PEERS.md calls it an accident).
-    assert_rejected(api, "ln", {"items": [{"id": "x", "text": None, "status": "pending"}]}, "Item x: text required")
+    api.rejected("ln", "todo", {"items": [{"id": "x", "text": None, "status": "pending"}]}, "Item x: text required")
 
 
 def test_it_coerces_other_text_types_with_str(api):
@@ -147,8 +130,8 @@ def test_it_coerces_other_text_types_with_str(api):
 def test_it_strips_text_as_python_does(api):
     body = write(api, "ln", [item("  padded \n")])
     assert body["data"]["todos"][0]["content"] == "padded"
-    assert_rejected(api, "ln", {"items": [item("\u3000")]}, "Item 1: text required", revision=1)
-    assert_rejected(api, "ln", {"items": [item("\u00a0")]}, "Item 1: text required", revision=1)
+    api.rejected("ln", "todo", {"items": [item("\u3000")]}, "Item 1: text required", revision=1)
+    api.rejected("ln", "todo", {"items": [item("\u00a0")]}, "Item 1: text required", revision=1)
     assert write(api, "ln", [item("\u200b")])["data"]["todos"][0]["content"] == "\u200b"
 
 
@@ -166,14 +149,14 @@ def test_it_accepts_duplicates_extra_fields_and_long_text(api, project):
 
 
 def test_it_answers_non_list_items_with_pythons_errors(api):
-    assert_rejected(api, "ln", {"items": "abc"}, "'str' object has no attribute 'get'")
-    assert_rejected(api, "ln", {"items": None}, "object of type 'NoneType' has no len()")
-    assert_rejected(api, "ln", {"items": 5}, "object of type 'int' has no len()")
-    assert_rejected(api, "ln", {"items": {"a": {}}}, "'str' object has no attribute 'get'")
-    assert_rejected(api, "ln", {"items": [item("a"), "b"]}, "'str' object has no attribute 'get'")
-    assert_rejected(api, "ln", {"items": [None]}, "'NoneType' object has no attribute 'get'")
-    assert_rejected(api, "ln", {"todos": []}, "'items'")
-    assert_rejected(api, "ln", ["a"], "<lambda>() argument after ** must be a mapping, not list")
+    api.rejected("ln", "todo", {"items": "abc"}, "'str' object has no attribute 'get'")
+    api.rejected("ln", "todo", {"items": None}, "object of type 'NoneType' has no len()")
+    api.rejected("ln", "todo", {"items": 5}, "object of type 'int' has no len()")
+    api.rejected("ln", "todo", {"items": {"a": {}}}, "'str' object has no attribute 'get'")
+    api.rejected("ln", "todo", {"items": [item("a"), "b"]}, "'str' object has no attribute 'get'")
+    api.rejected("ln", "todo", {"items": [None]}, "'NoneType' object has no attribute 'get'")
+    api.rejected("ln", "todo", {"todos": []}, "'items'")
+    api.rejected("ln", "todo", ["a"], "<lambda>() argument after ** must be a mapping, not list")
 
 
 def test_it_clears_the_list_with_an_empty_string_or_object_as_the_original_does(api):
@@ -185,9 +168,9 @@ def test_it_clears_the_list_with_an_empty_string_or_object_as_the_original_does(
 
 def test_it_keeps_the_previous_list_on_any_error(api):
     write(api, "ln", [item("a", "in_progress")])
-    assert_rejected(
-        api,
+    api.rejected(
         "ln",
+        "todo",
         {"items": [item("a", "in_progress"), item("b", "in_progress")]},
         "Only one task can be in_progress at a time",
         revision=1,

@@ -11,32 +11,8 @@ MISSING_ERROR = '错误:未找到 ID 为 "{}" 的步骤。'
 EMPTY_ERROR = "错误:必须提供至少一个步骤描述。"
 
 
-def native(api, key: str, tool: str, args):
-    return api.call(key, tool, args, query="?reply=native")
-
-
-def ok(api, key: str, tool: str, args) -> dict:
-    response = native(api, key, tool, args)
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
-def assert_rejected(api, key: str, tool: str, args, message: str, *, revision: int | None = None) -> None:
-    response = native(api, key, tool, args)
-    assert response.status_code == 422, response.content
-    body = response.json()
-    assert body["error"]["message"] == message
-    assert body["reply"]["is_error"] is True
-    assert body["reply"]["content"] == message
-    state = api.get(f"/api/v1/sessions/{key}")
-    if revision is None:
-        assert state.status_code == 404
-    else:
-        assert state.json()["revision"] == revision
-
-
 def test_it_creates_numbered_pending_steps_in_the_seeds_words(api):
-    body = ok(api, "mg", "create_todos", {"items": ["搜索资料", "阅读文件", "写总结"]})
+    body = api.ok("mg", "create_todos", {"items": ["搜索资料", "阅读文件", "写总结"]})
     assert body["dialect"] == "manager"
     assert body["output"] == "已创建 3 个步骤:\n执行计划:\n  [ ] #1 搜索资料\n  [ ] #2 阅读文件\n  [ ] #3 写总结"
     assert [(t["id"], t["content"], t["status"]) for t in body["data"]["todos"]] == [
@@ -47,9 +23,9 @@ def test_it_creates_numbered_pending_steps_in_the_seeds_words(api):
 
 
 def test_it_appends_with_ids_continuing(api):
-    ok(api, "mg", "create_todos", {"items": ["a", "b"]})
-    ok(api, "mg", "update_todo", {"id": "1", "status": "completed"})
-    body = ok(api, "mg", "create_todos", {"items": ["c"]})
+    api.ok("mg", "create_todos", {"items": ["a", "b"]})
+    api.ok("mg", "update_todo", {"id": "1", "status": "completed"})
+    body = api.ok("mg", "create_todos", {"items": ["c"]})
     assert body["output"] == "已创建 1 个步骤:\n执行计划:\n  [x] #1 a\n  [ ] #2 b\n  [ ] #3 c"
     data = body["data"]
     assert data["revision"] == 3
@@ -58,54 +34,52 @@ def test_it_appends_with_ids_continuing(api):
 
 
 def test_it_updates_one_step_and_restates_the_plan(api):
-    ok(api, "mg", "create_todos", {"items": ["a", "b", "c"]})
-    running = ok(api, "mg", "update_todo", {"id": "1", "status": "running"})
+    api.ok("mg", "create_todos", {"items": ["a", "b", "c"]})
+    running = api.ok("mg", "update_todo", {"id": "1", "status": "running"})
     assert running["output"] == '步骤 #1 "a" → running\n执行计划:\n  [>] #1 a\n  [ ] #2 b\n  [ ] #3 c'
     assert [t["status"] for t in running["data"]["todos"]] == ["in_progress", "pending", "pending"]
     assert running["data"]["todos"][0]["started_at"] is not None
-    ok(api, "mg", "update_todo", {"id": "1", "status": "completed"})
-    failed = ok(api, "mg", "update_todo", {"id": "2", "status": "failed"})
+    api.ok("mg", "update_todo", {"id": "1", "status": "completed"})
+    failed = api.ok("mg", "update_todo", {"id": "2", "status": "failed"})
     assert failed["output"] == '步骤 #2 "b" → failed\n执行计划:\n  [x] #1 a\n  [!] #2 b\n  [ ] #3 c'
     assert [t["status"] for t in failed["data"]["todos"]] == ["completed", "failed", "pending"]
     assert failed["data"]["revision"] == 4
 
 
 def test_it_rejects_statuses_other_than_running_completed_failed(api):
-    ok(api, "mg", "create_todos", {"items": ["a"]})
+    api.ok("mg", "create_todos", {"items": ["a"]})
     for status in ("pending", "in_progress", "RUNNING", "done"):
-        assert_rejected(
-            api, "mg", "update_todo", {"id": "1", "status": status}, STATUS_ERROR.format(status), revision=1
-        )
-    assert_rejected(api, "mg", "update_todo", {"id": "1"}, STATUS_ERROR.format("undefined"), revision=1)
-    assert_rejected(api, "mg", "update_todo", {"id": "1", "status": None}, STATUS_ERROR.format("null"), revision=1)
+        api.rejected("mg", "update_todo", {"id": "1", "status": status}, STATUS_ERROR.format(status), revision=1)
+    api.rejected("mg", "update_todo", {"id": "1"}, STATUS_ERROR.format("undefined"), revision=1)
+    api.rejected("mg", "update_todo", {"id": "1", "status": None}, STATUS_ERROR.format("null"), revision=1)
 
 
 def test_it_checks_the_status_before_the_id(api):
-    assert_rejected(api, "mg", "update_todo", {"id": "9", "status": "pending"}, STATUS_ERROR.format("pending"))
+    api.rejected("mg", "update_todo", {"id": "9", "status": "pending"}, STATUS_ERROR.format("pending"))
 
 
 def test_it_rejects_an_unknown_id_and_changes_nothing(api):
-    assert_rejected(api, "mg", "update_todo", {"id": "1", "status": "running"}, MISSING_ERROR.format("1"))
-    ok(api, "mg", "create_todos", {"items": ["a"]})
-    assert_rejected(api, "mg", "update_todo", {"id": "2", "status": "running"}, MISSING_ERROR.format("2"), revision=1)
-    assert_rejected(api, "mg", "update_todo", {"status": "running"}, MISSING_ERROR.format("undefined"), revision=1)
+    api.rejected("mg", "update_todo", {"id": "1", "status": "running"}, MISSING_ERROR.format("1"))
+    api.ok("mg", "create_todos", {"items": ["a"]})
+    api.rejected("mg", "update_todo", {"id": "2", "status": "running"}, MISSING_ERROR.format("2"), revision=1)
+    api.rejected("mg", "update_todo", {"status": "running"}, MISSING_ERROR.format("undefined"), revision=1)
     state = api.get("/api/v1/sessions/mg").json()
     assert [t["status"] for t in state["todos"]] == ["pending"]
 
 
 def test_it_reads_ids_as_javascripts_string_does(api):
-    ok(api, "mg", "create_todos", {"items": ["a", "b"]})
-    assert ok(api, "mg", "update_todo", {"id": 2, "status": "running"})["output"].startswith('步骤 #2 "b" → running')
-    assert ok(api, "mg", "update_todo", {"id": 1.0, "status": "running"})["output"].startswith('步骤 #1 "a" → running')
+    api.ok("mg", "create_todos", {"items": ["a", "b"]})
+    assert api.ok("mg", "update_todo", {"id": 2, "status": "running"})["output"].startswith('步骤 #2 "b" → running')
+    assert api.ok("mg", "update_todo", {"id": 1.0, "status": "running"})["output"].startswith('步骤 #1 "a" → running')
 
 
 def test_it_requires_at_least_one_description(api):
     for args in ({"items": []}, {}, {"items": "a"}, {"items": None}, ["a"]):
-        assert_rejected(api, "mg", "create_todos", args, EMPTY_ERROR)
+        api.rejected("mg", "create_todos", args, EMPTY_ERROR)
 
 
 def test_it_prints_non_string_descriptions_as_javascript_does(api):
-    body = ok(api, "mg", "create_todos", {"items": [1, None, {"a": 1}, ["x", "y"], True]})
+    body = api.ok("mg", "create_todos", {"items": [1, None, {"a": 1}, ["x", "y"], True]})
     assert [t["content"] for t in body["data"]["todos"]] == ["1", "null", "[object Object]", "x,y", "true"]
 
 
@@ -115,9 +89,9 @@ def test_it_continues_after_the_highest_numeric_id_of_another_dialect(api):
         {"content": "y", "status": "pending", "activeForm": "Y", "id": "build"},
     ]
     assert api.call("mg", "TodoWrite", {"todos": todos}).status_code == 200
-    body = ok(api, "mg", "create_todos", {"items": ["z"]})
+    body = api.ok("mg", "create_todos", {"items": ["z"]})
     assert body["output"] == "已创建 1 个步骤:\n执行计划:\n  [x] #7 x\n  [ ] #build y\n  [ ] #8 z"
-    assert ok(api, "mg", "update_todo", {"id": "build", "status": "running"})["data"]["todos"][1]["status"] == (
+    assert api.ok("mg", "update_todo", {"id": "build", "status": "running"})["data"]["todos"][1]["status"] == (
         "in_progress"
     )
 
@@ -128,7 +102,7 @@ def test_it_marks_blocked_and_cancelled_steps_from_other_dialects(api):
         {"id": "s2", "description": "b", "status": "skipped"},
     ]
     assert api.call("mg", "todo_write", {"steps": steps}).status_code == 200
-    body = ok(api, "mg", "create_todos", {"items": ["c"]})
+    body = api.ok("mg", "create_todos", {"items": ["c"]})
     assert body["output"] == "已创建 1 个步骤:\n执行计划:\n  [~] #s1 a\n  [-] #s2 b\n  [ ] #1 c"
 
 

@@ -50,29 +50,12 @@ SEED_OUTPUT = """计划已创建
 """
 
 
-def native(api, key: str, args, **extra):
-    return api.call(key, "todo_write", args, query="?reply=native", **extra)
-
-
-def assert_rejected(api, key: str, args, message: str, *, revision: int | None = None) -> None:
-    response = native(api, key, args)
-    assert response.status_code == 422, response.content
-    body = response.json()
-    assert body["error"]["message"] == message
-    assert body["reply"]["is_error"] is True
-    state = api.get(f"/api/v1/sessions/{key}")
-    if revision is None:
-        assert state.status_code == 404
-    else:
-        assert state.json()["revision"] == revision
-
-
 def step(description: str, status: str, step_id: str = "") -> dict[str, str]:
     return {"id": step_id, "description": description, "status": status}
 
 
 def test_it_answers_the_seed_example_with_the_seed_text(api):
-    response = native(api, "wk", SEED_INPUT)
+    response = api.native("wk", "todo_write", SEED_INPUT)
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["dialect"] == "weknora"
@@ -85,7 +68,7 @@ def test_it_answers_the_seed_example_with_the_seed_text(api):
 
 
 def test_it_carries_weknoras_data_fields(api):
-    data = native(api, "wk", SEED_INPUT).json()["data"]
+    data = api.native("wk", "todo_write", SEED_INPUT).json()["data"]
     assert data["task"] == SEED_INPUT["task"]
     assert data["steps"] == SEED_INPUT["steps"]
     assert json.loads(data["steps_json"]) == SEED_INPUT["steps"]
@@ -96,13 +79,13 @@ def test_it_carries_weknoras_data_fields(api):
 
 def test_it_escapes_html_in_steps_json_as_go_does(api):
     args = {"steps": [step("a <b> & c", "pending", "s1")]}
-    data = native(api, "wk", args).json()["data"]
+    data = api.native("wk", "todo_write", args).json()["data"]
     assert data["steps_json"] == '[{"id":"s1","description":"a \\u003cb\\u003e \\u0026 c","status":"pending"}]'
 
 
 def test_it_shows_progress_and_next_actions_while_work_remains(api):
     args = {"task": "t", "steps": [step("a", "completed"), step("b", "in_progress"), step("c", "pending")]}
-    output = native(api, "wk", args).json()["output"]
+    output = api.native("wk", "todo_write", args).json()["output"]
     assert "  1. ✅ [completed] a\n  2. 🔄 [in_progress] b\n  3. ⏳ [pending] c\n" in output
     assert "总计:3 个任务\n✅ 已完成:1 个\n🔄 进行中:1 个\n⏳ 待处理:1 个\n" in output
     assert output.endswith(
@@ -119,7 +102,7 @@ def test_it_shows_progress_and_next_actions_while_work_remains(api):
 
 def test_it_says_all_done_when_nothing_remains(api):
     args = {"task": "t", "steps": [step("a", "completed"), step("b", "completed")]}
-    output = native(api, "wk", args).json()["output"]
+    output = api.native("wk", "todo_write", args).json()["output"]
     assert output.endswith(
         "=== ⚠️ 重要提醒 ===\n"
         "✅ **所有任务已完成!**\n\n"
@@ -132,7 +115,7 @@ def test_it_says_all_done_when_nothing_remains(api):
 
 def test_it_counts_only_the_three_documented_statuses(api):
     args = {"steps": [step("a", "skipped"), step("b", "failed"), step("c", "weird"), step("d", "completed")]}
-    response = native(api, "wk", args)
+    response = api.native("wk", "todo_write", args)
     assert response.status_code == 200
     output = response.json()["output"]
     assert "  1. ⏭️ [skipped] a\n  2. ⏳ [failed] b\n  3. ⏳ [weird] c\n  4. ✅ [completed] d\n" in output
@@ -143,7 +126,7 @@ def test_it_counts_only_the_three_documented_statuses(api):
 def test_it_maps_statuses_to_canonical_ones(api):
     statuses = ["pending", "in_progress", "completed", "skipped", "failed", "blocked", "Pending", "done"]
     args = {"steps": [step(f"s{i}", status) for i, status in enumerate(statuses)]}
-    data = native(api, "wk", args).json()["data"]
+    data = api.native("wk", "todo_write", args).json()["data"]
     assert [t["status"] for t in data["todos"]] == [
         "pending",
         "in_progress",
@@ -163,27 +146,27 @@ def test_it_accepts_several_in_progress_and_blank_descriptions(api, project):
     project.single_in_progress = "off"
     project.save()
     args = {"steps": [step("   ", "in_progress"), step("", "in_progress")]}
-    response = native(api, "wk", args)
+    response = api.native("wk", "todo_write", args)
     assert response.status_code == 200
     assert "  1. 🔄 [in_progress]    \n  2. 🔄 [in_progress] \n" in response.json()["output"]
 
 
 def test_it_uses_the_default_task_when_none_is_given(api):
     for key, args in (("a", {"steps": []}), ("b", {"task": "", "steps": []}), ("c", {"task": None, "steps": []})):
-        body = native(api, key, args).json()
+        body = api.native(key, "todo_write", args).json()
         assert body["output"].startswith("计划已创建\n\n**任务**: 未提供任务描述\n\n")
         assert body["data"]["task"] == "未提供任务描述"
         assert body["data"]["session"]["title"] == ""
 
 
 def test_it_keeps_a_blank_task_as_is(api):
-    body = native(api, "wk", {"task": "   ", "steps": []}).json()
+    body = api.native("wk", "todo_write", {"task": "   ", "steps": []}).json()
     assert body["output"].startswith("计划已创建\n\n**任务**:    \n\n")
 
 
 def test_it_answers_empty_steps_with_the_guidance_text(api):
-    native(api, "wk", SEED_INPUT)
-    body = native(api, "wk", {"task": "研究 X", "steps": []}).json()
+    api.native("wk", "todo_write", SEED_INPUT)
+    body = api.native("wk", "todo_write", {"task": "研究 X", "steps": []}).json()
     assert body["output"] == (
         "计划已创建\n\n"
         "**任务**: 研究 X\n\n"
@@ -202,11 +185,11 @@ def test_it_answers_empty_steps_with_the_guidance_text(api):
 
 def test_it_rejects_missing_or_null_steps_with_the_registry_wording(api):
     message = "Parameter validation failed: required parameter 'steps' is missing" + HINT
-    assert_rejected(api, "wk", {"task": "t"}, message)
-    assert_rejected(api, "wk", {"task": "t", "steps": None}, message)
-    assert_rejected(api, "wk", None, message)
+    api.rejected("wk", "todo_write", {"task": "t"}, message)
+    api.rejected("wk", "todo_write", {"task": "t", "steps": None}, message)
+    api.rejected("wk", "todo_write", None, message)
     # The registry's required check is case-sensitive, unlike Go's decoding.
-    assert_rejected(api, "wk", {"Steps": []}, message)
+    api.rejected("wk", "todo_write", {"Steps": []}, message)
 
 
 def test_it_reports_every_registry_problem_together(api):
@@ -214,24 +197,24 @@ def test_it_reports_every_registry_problem_together(api):
         "Parameter validation failed: required parameter 'steps' is missing; "
         "parameter 'task' should be type 'string'" + HINT
     )
-    assert_rejected(api, "wk", {"task": ["x"]}, message)
-    assert_rejected(
-        api,
+    api.rejected("wk", "todo_write", {"task": ["x"]}, message)
+    api.rejected(
         "wk",
+        "todo_write",
         {"task": {"a": 1}, "steps": []},
         "Parameter validation failed: parameter 'task' should be type 'string'" + HINT,
     )
 
 
 def test_it_casts_numbers_and_booleans_in_task(api):
-    assert native(api, "a", {"task": 42, "steps": []}).json()["data"]["task"] == "42"
-    assert native(api, "b", {"task": True, "steps": []}).json()["data"]["task"] == "true"
-    assert native(api, "c", {"task": 1.5, "steps": []}).json()["data"]["task"] == "1.5"
-    assert native(api, "d", {"task": 1e21, "steps": []}).json()["data"]["task"] == "1000000000000000000000"
+    assert api.native("a", "todo_write", {"task": 42, "steps": []}).json()["data"]["task"] == "42"
+    assert api.native("b", "todo_write", {"task": True, "steps": []}).json()["data"]["task"] == "true"
+    assert api.native("c", "todo_write", {"task": 1.5, "steps": []}).json()["data"]["task"] == "1.5"
+    assert api.native("d", "todo_write", {"task": 1e21, "steps": []}).json()["data"]["task"] == "1000000000000000000000"
 
 
 def test_it_rejects_wrong_item_types_with_gos_wording_and_no_hint(api):
-    native(api, "wk", SEED_INPUT)
+    api.native("wk", "todo_write", SEED_INPUT)
     cases = [
         (
             {"steps": [{"id": 1, "description": "a", "status": "pending"}]},
@@ -246,23 +229,23 @@ def test_it_rejects_wrong_item_types_with_gos_wording_and_no_hint(api):
     ]
     for args, where, kind in cases:
         message = f"Failed to parse args: json: cannot unmarshal {kind} into Go struct field {where}"
-        assert_rejected(api, "wk", args, message, revision=1)
+        api.rejected("wk", "todo_write", args, message, revision=1)
 
 
 def test_it_reports_the_first_wrong_type_in_text_order(api):
     args = {"steps": [{"status": 1, "id": [2]}]}
     message = "Failed to parse args: json: cannot unmarshal number into Go struct field TodoWriteInput.steps.0.status of type string"
-    assert_rejected(api, "wk", args, message)
+    api.rejected("wk", "todo_write", args, message)
 
 
 def test_it_rejects_arguments_that_are_not_an_object(api):
     message = "Failed to parse args: json: cannot unmarshal array into Go value of type tools.TodoWriteInput"
-    assert_rejected(api, "wk", [1], message)
+    api.rejected("wk", "todo_write", [1], message)
 
 
 def test_it_matches_item_keys_case_insensitively_and_ignores_unknown_ones(api):
     args = {"steps": [{"ID": "s1", "DESCRIPTION": "a", "Status": "in_progress", "extra": 1}, None, {}]}
-    body = native(api, "wk", args).json()
+    body = api.native("wk", "todo_write", args).json()
     assert "  1. 🔄 [in_progress] a\n  2. ⏳ [] \n  3. ⏳ [] \n" in body["output"]
     assert body["data"]["steps"] == [
         {"id": "s1", "description": "a", "status": "in_progress"},
@@ -273,12 +256,12 @@ def test_it_matches_item_keys_case_insensitively_and_ignores_unknown_ones(api):
 
 
 def test_it_replaces_the_list_on_every_call(api):
-    native(api, "wk", SEED_INPUT)
+    api.native("wk", "todo_write", SEED_INPUT)
     updated = {"task": SEED_INPUT["task"], "steps": [dict(s) for s in SEED_INPUT["steps"]]}
     updated["steps"][0]["status"] = "completed"
     updated["steps"][1]["status"] = "in_progress"
     del updated["steps"][3]
-    data = native(api, "wk", updated).json()["data"]
+    data = api.native("wk", "todo_write", updated).json()["data"]
     assert data["revision"] == 2
     assert [(t["id"], t["status"]) for t in data["todos"]] == [
         ("step1", "completed"),
@@ -292,7 +275,7 @@ def test_it_truncates_long_output_as_the_registry_does(api, project):
     project.max_content_chars = 30_000
     project.save()
     text = "字" * 30_000
-    output = native(api, "wk", {"task": "t", "steps": [step(text, "pending")]}).json()["output"]
+    output = api.native("wk", "todo_write", {"task": "t", "steps": [step(text, "pending")]}).json()["output"]
     full = weknora.plan_text("t", [step(text, "pending")])
     marker = f"\n\n... [output truncated: {len(full)} → 24000 chars, showing first 16660 + last 7140] ...\n\n"
     assert output == full[:16660] + marker + full[-7140:]
