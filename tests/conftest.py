@@ -52,6 +52,24 @@ def read_token(project) -> str:
     return raw
 
 
+def assert_refused(response, message: str | None = None, *, status: int = 422, code: str = "invalid_input") -> dict:
+    """Asserts an error answer: status, code, the message (when given), and a reply
+    carrying the message whenever the body named a tool call."""
+    body = response.json()
+    assert response.status_code == status, body
+    assert body["ok"] is False
+    assert body["error"]["code"] == code
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    if message is not None:
+        assert body["error"]["message"] == message
+    if "reply" in body:
+        content = body["reply"].get("content", body["reply"].get("output"))
+        assert content == body["error"]["message"]
+        # The Chat Completions tool message has no error flag; the others carry one.
+        assert body["reply"].get("is_error", True) is True
+    return body
+
+
 class Api:
     """Calls the API through the real URLs and middleware with a bearer token."""
 

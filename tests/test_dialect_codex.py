@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.conftest import assert_refused
 from todoweb.dialects import codex
 from todoweb.dialects.base import UNPARSED, InvalidInput
 
@@ -29,15 +30,6 @@ def chat(arguments: str, call_id: str | None = None) -> dict[str, Any]:
 
 def responses(arguments: str) -> dict[str, Any]:
     return {"type": "function_call", "call_id": "fc_1", "name": "update_plan", "arguments": arguments}
-
-
-def assert_rejected(response, message: str, *, status: int = 422, code: str = "invalid_input") -> None:
-    body = response.json()
-    assert response.status_code == status, body
-    assert body["ok"] is False
-    assert body["error"]["code"] == code
-    assert body["error"]["message"] == message
-    assert body["reply"]["content"] == message
 
 
 def parse_error(raw: str) -> str:
@@ -173,7 +165,7 @@ def test_it_accepts_an_item_written_as_an_array(api):
 def test_it_rejects_what_serde_rejects_in_serde_words(api, arguments, message):
     api.tool("c1", chat('{"plan": [{"step": "keep me", "status": "pending"}]}'))
     response = api.tool("c1", chat(arguments))
-    assert_rejected(response, PREFIX + message)
+    assert_refused(response, PREFIX + message)
     assert response.json()["error"]["details"]["line"] == 1
     assert api.revision("c1") == 1
     assert api.get("/api/v1/sessions/c1").json()["todos"][0]["content"] == "keep me"
@@ -201,7 +193,7 @@ def test_it_rejects_what_serde_rejects_in_serde_words(api, arguments, message):
 )
 def test_it_reports_broken_json_like_serde(api, arguments, message):
     response = api.tool("c1", chat(arguments))
-    assert_rejected(response, PREFIX + message, status=400, code="invalid_json")
+    assert_refused(response, PREFIX + message, status=400, code="invalid_json")
     assert api.revision("c1") is None
 
 
@@ -274,17 +266,17 @@ def test_it_scans_compact_json_for_the_plain_and_anthropic_forms(api):
     # No arguments text: the input is written as compact JSON and read like the model's text.
     plan = [{"step": "a", "status": "pending", "priority": "high"}]
     response = api.call("c1", "update_plan", {"plan": plan})
-    assert_rejected(response, PREFIX + "unknown field `priority`, expected `step` or `status` at line 1 column 50")
+    assert_refused(response, PREFIX + "unknown field `priority`, expected `step` or `status` at line 1 column 50")
     block = {"type": "tool_use", "id": "toolu_1", "name": "update_plan", "input": {"plan": [{"step": "a"}]}}
     response = api.tool("c1", block)
-    assert_rejected(response, PREFIX + "missing field `status` at line 1 column 21")
+    assert_refused(response, PREFIX + "missing field `status` at line 1 column 21")
     assert response.json()["reply"]["is_error"] is True
     assert api.revision("c1") is None
 
 
 def test_it_reads_a_missing_plain_input_as_an_empty_object(api):
     response = api.tool("c1", {"tool": "update_plan"})
-    assert_rejected(response, PREFIX + "missing field `plan` at line 1 column 2")
+    assert_refused(response, PREFIX + "missing field `plan` at line 1 column 2")
 
 
 def test_it_gives_the_model_the_real_schema():

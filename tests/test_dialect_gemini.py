@@ -8,6 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.conftest import assert_refused
 from todoweb.dialects import gemini
 from todoweb.dialects.base import UNPARSED, InvalidInput
 
@@ -28,17 +29,6 @@ def chat(arguments: str) -> dict[str, Any]:
 
 def todo(description: Any = "a", status: Any = "pending", **extra: Any) -> dict[str, Any]:
     return {"description": description, "status": status, **extra}
-
-
-def assert_rejected(response, message: str, *, status: int = 422, code: str = "invalid_input") -> None:
-    body = response.json()
-    assert response.status_code == status, body
-    assert body["ok"] is False
-    assert body["error"]["code"] == code
-    assert body["error"]["message"] == message
-    # The chat form's tool message has no error flag; the others carry one.
-    assert body["reply"].get("is_error", True) is True
-    assert body["reply"]["content"] == message
 
 
 def test_it_writes_the_list_and_answers_like_gemini(api):
@@ -110,7 +100,7 @@ def test_it_accepts_the_chat_completions_form(api):
 )
 def test_it_reports_the_schema_error_in_ajv_words(api, args, message):
     api.call("g1", "write_todos", PLAN)
-    assert_rejected(api.call("g1", "write_todos", args), message)
+    assert_refused(api.call("g1", "write_todos", args), message)
     assert api.revision("g1") == 1
 
 
@@ -140,7 +130,7 @@ def test_it_reports_the_schema_error_in_ajv_words(api, args, message):
     ],
 )
 def test_it_reports_the_first_problem_in_gemini_order(api, todos, message):
-    assert_rejected(api.call("g1", "write_todos", {"todos": todos}), message)
+    assert_refused(api.call("g1", "write_todos", {"todos": todos}), message)
     assert api.revision("g1") is None
 
 
@@ -153,7 +143,7 @@ def test_it_puts_the_top_level_schema_before_the_items():
 @pytest.mark.parametrize("description", ["", " ", "\t\n", "\u3000", "\u00a0", "\ufeff", "\u2028 \u2003"])
 def test_it_rejects_descriptions_that_js_trim_empties(api, description):
     response = api.call("g1", "write_todos", {"todos": [todo("ok"), todo(description)]})
-    assert_rejected(response, "Each todo must have a non-empty description string")
+    assert_refused(response, "Each todo must have a non-empty description string")
     assert response.json()["error"]["details"] == {"index": 1}
     assert api.revision("g1") is None
 
@@ -170,7 +160,7 @@ def test_it_rejects_two_in_progress_whatever_the_project_policy(api, project):
     project.save()
     todos = [todo("a", "in_progress"), todo("b"), todo("c", "in_progress")]
     response = api.call("g1", "write_todos", {"todos": todos})
-    assert_rejected(response, 'Invalid parameters: Only one task can be "in_progress" at a time.')
+    assert_refused(response, 'Invalid parameters: Only one task can be "in_progress" at a time.')
     assert response.json()["error"]["details"] == {"indexes": [0, 2]}
     assert api.revision("g1") is None
 
@@ -183,8 +173,8 @@ def test_it_has_no_item_limit_of_its_own(api):
 
 
 def test_it_judges_a_chat_array_by_the_schema(api):
-    assert_rejected(api.tool("g1", chat("[]")), "params must be object")
-    assert_rejected(api.tool("g1", chat("5")), "Value of params must be an object")
+    assert_refused(api.tool("g1", chat("[]")), "params must be object")
+    assert_refused(api.tool("g1", chat("5")), "Value of params must be an object")
 
 
 def test_it_refuses_arguments_that_are_not_json(api):

@@ -8,6 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.conftest import assert_refused
 from todoweb.dialects import kimi
 from todoweb.dialects.base import UNPARSED, InvalidInput, Item
 
@@ -23,14 +24,6 @@ SEED_SNAPSHOT = {
 
 def chat(arguments: str) -> dict[str, Any]:
     return {"id": "call_1", "type": "function", "function": {"name": "SetTodoList", "arguments": arguments}}
-
-
-def assert_rejected(response, message: str, *, status: int = 422, code: str = "invalid_input") -> None:
-    body = response.json()
-    assert response.status_code == status, body
-    assert body["ok"] is False
-    assert body["error"]["code"] == code
-    assert body["error"]["message"] == message
 
 
 def test_it_accepts_the_seed_snapshot(api):
@@ -170,7 +163,7 @@ def test_it_answers_in_the_checklist_style_by_default(api):
 
 def test_it_rejects_arguments_that_are_not_json(api):
     response = api.tool("k1", chat('{"todos": [}'))
-    assert_rejected(
+    assert_refused(
         response,
         "Error parsing JSON arguments: Expecting value: line 1 column 12 (char 11)",
         status=400,

@@ -7,18 +7,14 @@ import json
 import pytest
 from django.test import Client
 
+from tests.conftest import Api, assert_refused
 from todoweb.models import ApiToken, Revision, Session
 
 WRITE = {"todos": [{"content": "a", "status": "pending", "activeForm": "doing a"}]}
 
 
 def assert_error(r, status, code):
-    assert r.status_code == status, r.content
-    body = r.json()
-    assert body["ok"] is False
-    assert body["error"]["code"] == code
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
-    return body
+    return assert_refused(r, status=status, code=code)
 
 
 def test_it_rejects_a_body_that_is_not_json(api):
@@ -81,7 +77,6 @@ def test_it_allows_reads_with_a_read_token(api, read_api):
 
 
 def test_it_hides_other_projects_sessions(api, db):
-    from tests.conftest import Api
     from todoweb.tokens import token_create
 
     api.call("s1", "TodoWrite", WRITE)
