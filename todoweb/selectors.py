@@ -10,6 +10,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from . import plan
+from .dialects.base import FINISHED
 from .models import Project, Revision, Session
 
 
@@ -53,6 +54,28 @@ def plan_data(session: Session, revision: Revision | None, *, now: datetime | No
         "dropped": revision.dropped if revision else [],
         "warnings": revision.warnings if revision else [],
         "display": plan.display(todos),
+    }
+
+
+def revision_data(session: Session, row: Revision, *, now: datetime | None = None) -> dict[str, Any]:
+    """The plan as of revision `row`: its steps, and the session as it stood then."""
+    data = plan_data(session, row, now=now)
+    todos = row.todos
+    data["session"] |= {
+        "title": row.title or data["session"]["title"],
+        "dialect": row.dialect,
+        "state": "empty" if not todos else "completed" if all(t["status"] in FINISHED for t in todos) else "active",
+        "updated_at": plan.iso(row.created_at),
+    }
+    return data | {
+        "written": {
+            "tool": row.tool,
+            "dialect": row.dialect,
+            "call_id": row.call_id or None,
+            "title": row.title or None,
+            "at": plan.iso(row.created_at),
+            "input": row.raw_input,
+        }
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from functools import wraps
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +23,7 @@ from django.views.decorators.http import require_GET
 from . import plan
 from .models import Revision, Session
 from .render import MARKERS
-from .selectors import current_data, dashboard_summaries, plan_data, session_summary, visible_projects
+from .selectors import current_data, dashboard_summaries, revision_data, session_summary, visible_projects
 from .sharing import session_for_viewer
 
 
@@ -101,16 +102,29 @@ def viewer_session(request: HttpRequest, public_id: str) -> tuple[Session, str |
     raise Http404("No such session")
 
 
+def for_viewer(view):
+    """Runs `view(request, session, share, …)` for a member of the session's project
+    (staff: anyone) or the holder of a valid share link; others get the login page,
+    the "link no longer works" page, or a 404."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, public_id: str, *args, **kwargs) -> HttpResponse:
+        found = viewer_session(request, public_id)
+        if isinstance(found, HttpResponse):
+            return found
+        session, share = found
+        return view(request, session, share, *args, **kwargs)
+
+    return wrapper
+
+
 def share_query(share: str | None) -> str:
     return f"?share={share}" if share else ""
 
 
 @require_GET
-def session_panel(request: HttpRequest, public_id: str) -> HttpResponse:
-    found = viewer_session(request, public_id)
-    if isinstance(found, HttpResponse):
-        return found
-    session, share = found
+@for_viewer
+def session_panel(request: HttpRequest, session: Session, share: str | None) -> HttpResponse:
     data = current_data(session)
     base = session.get_absolute_url()
     query = share_query(share)
@@ -168,12 +182,13 @@ def revision_json(request: HttpRequest, public_id: str, number: int) -> HttpResp
     """The plan as of one revision, for the panel's timeline (browser session or share link)."""
     found = viewer_session(request, public_id)
     if isinstance(found, HttpResponse):
+        # A script asked: answer JSON, not the login page.
         return JsonResponse({"ok": False, "error": {"code": "forbidden", "message": "No access"}}, status=403)
     session, _ = found
     row = Revision.objects.filter(session=session, number=number).first()
     if row is None:
         raise Http404("No such revision")
-    return JsonResponse(plan_data(session, row) | {"at": plan.iso(row.created_at), "tool": row.tool})
+    return JsonResponse(revision_data(session, row) | {"at": plan.iso(row.created_at), "tool": row.tool})
 
 
 def revisions_for_export(session: Session) -> list[dict[str, Any]]:
@@ -193,11 +208,8 @@ def revisions_for_export(session: Session) -> list[dict[str, Any]]:
 
 
 @require_GET
-def export_json(request: HttpRequest, public_id: str) -> HttpResponse:
-    found = viewer_session(request, public_id)
-    if isinstance(found, HttpResponse):
-        return found
-    session, _ = found
+@for_viewer
+def export_json(request: HttpRequest, session: Session, share: str | None) -> HttpResponse:
     body = current_data(session) | {"revisions": revisions_for_export(session)}
     response = HttpResponse(
         json.dumps(body, ensure_ascii=False, indent=2), content_type="application/json; charset=utf-8"
@@ -248,11 +260,8 @@ def render_markdown(data: dict[str, Any], *, now: datetime | None = None) -> str
 
 
 @require_GET
-def export_md(request: HttpRequest, public_id: str) -> HttpResponse:
-    found = viewer_session(request, public_id)
-    if isinstance(found, HttpResponse):
-        return found
-    session, _ = found
+@for_viewer
+def export_md(request: HttpRequest, session: Session, share: str | None) -> HttpResponse:
     response = HttpResponse(render_markdown(current_data(session)), content_type="text/markdown; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="todoweb-{session.public_id}.md"'
     return response

@@ -12,12 +12,10 @@ from django.utils import timezone
 from ninja import Field, Query, Router, Schema
 from pydantic import BaseModel, ConfigDict
 
-from .. import plan
 from ..auth import require_write
-from ..dialects.base import FINISHED
 from ..errors import ApiError
 from ..models import Revision, Session
-from ..selectors import current_data, plan_data, session_summary, state_filter
+from ..selectors import current_data, revision_data, session_summary, state_filter
 from ..services import session_archive, session_change
 from .body import json_body, validated
 from .lookups import get_session
@@ -127,25 +125,3 @@ def get_revision(request: HttpRequest, session_key: str, number: int) -> dict[st
     if row is None:
         raise ApiError(404, "not_found", f"Session '{session_key}' has no revision {number}")
     return revision_data(session, row)
-
-
-def revision_data(session: Session, row: Revision, *, now: datetime | None = None) -> dict[str, Any]:
-    """The plan as of revision `row`: its steps, and the session as it stood then."""
-    data = plan_data(session, row, now=now)
-    todos = row.todos
-    data["session"] |= {
-        "title": row.title or data["session"]["title"],
-        "dialect": row.dialect,
-        "state": "empty" if not todos else "completed" if all(t["status"] in FINISHED for t in todos) else "active",
-        "updated_at": plan.iso(row.created_at),
-    }
-    return data | {
-        "written": {
-            "tool": row.tool,
-            "dialect": row.dialect,
-            "call_id": row.call_id or None,
-            "title": row.title or None,
-            "at": plan.iso(row.created_at),
-            "input": row.raw_input,
-        }
-    }
