@@ -5,6 +5,7 @@ import os
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connections
 from django.test import Client
 
@@ -38,6 +39,17 @@ def no_rate_limit(settings):
 @pytest.fixture
 def project(db) -> Project:
     return Project.objects.create(name="Alpha", slug="alpha")
+
+
+MEMBER_PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def member(project):
+    """A logged-out user who is a member of `project` (password MEMBER_PASSWORD)."""
+    user = get_user_model().objects.create_user("member", password=MEMBER_PASSWORD)
+    project.members.add(user)
+    return user
 
 
 @pytest.fixture

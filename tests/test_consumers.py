@@ -54,13 +54,6 @@ def cookie_for(user: User) -> str:
 
 
 @pytest.fixture
-def member(project) -> User:
-    user = User.objects.create_user("member", password="pw")
-    project.members.add(user)
-    return user
-
-
-@pytest.fixture
 def outsider(db) -> User:
     other = Project.objects.create(name="Other", slug="other")
     user = User.objects.create_user("outsider", password="pw")

@@ -7,6 +7,7 @@ import json
 import pytest
 from django.contrib.auth.models import User
 
+from tests.conftest import MEMBER_PASSWORD
 from todoweb.models import Project, Session
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
@@ -19,13 +20,6 @@ def plan(*statuses: str, prefix: str = "Step") -> dict:
             for i, s in enumerate(statuses)
         ]
     }
-
-
-@pytest.fixture
-def member(project) -> User:
-    user = User.objects.create_user("member", password="pw")
-    project.members.add(user)
-    return user
 
 
 @pytest.fixture
@@ -48,7 +42,7 @@ def test_it_sends_anonymous_visitors_to_the_login_page(client, session):
 def test_it_logs_in_with_django_accounts(client, member):
     page = client.get("/accounts/login/")
     assert page.status_code == 200 and b'name="username"' in page.content
-    response = client.post("/accounts/login/", {"username": "member", "password": "pw"})
+    response = client.post("/accounts/login/", {"username": "member", "password": MEMBER_PASSWORD})
     assert response.status_code == 302 and response.url == "/"
     assert client.get("/").status_code == 200
 

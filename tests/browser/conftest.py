@@ -109,13 +109,6 @@ def agent(asgi_server, token) -> Agent:
     return Agent(asgi_server.url, token)
 
 
-@pytest.fixture
-def member(project) -> User:
-    user = User.objects.create_user("ada", password="correct horse battery")
-    project.members.add(user)
-    return user
-
-
 @pytest.fixture(scope="module")
 def browser(django_db_setup):
     from playwright.sync_api import sync_playwright

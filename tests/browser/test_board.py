@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from playwright.sync_api import expect
 
+from tests.conftest import MEMBER_PASSWORD
 from todoweb.models import Session
 
 pytestmark = pytest.mark.browser
@@ -39,8 +40,8 @@ def test_it_logs_in_and_shows_a_new_session_on_the_dashboard_without_reload(shot
     page = page_for()
     page.goto("/")
     expect(page).to_have_url(re.compile(r"/accounts/login/"))
-    page.get_by_label("Username").fill("ada")
-    page.get_by_label("Password").fill("correct horse battery")
+    page.get_by_label("Username").fill(member.username)
+    page.get_by_label("Password").fill(MEMBER_PASSWORD)
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
     wait_live(page)

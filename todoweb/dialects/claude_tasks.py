@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .base import InvalidInput, Item, Outcome, ToolDefinition, describe, next_number
+from .base import InvalidInput, Item, Outcome, ToolDefinition, describe, json_type, next_number
 
 NAME = "claude-tasks"
 TOOLS = ("TaskCreate", "TaskUpdate", "TaskGet", "TaskList")
@@ -87,20 +87,6 @@ def check(tool: str, args: Any) -> dict[str, Any]:
 def invalid(tool: str, issues: list[str]) -> InvalidInput:
     noun = "issue" if len(issues) == 1 else "issues"
     return InvalidInput(f"{tool} failed due to the following {noun}:\n" + "\n".join(issues), details={"issues": issues})
-
-
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def find(current: list[Item], task_id: str) -> int:

@@ -21,7 +21,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from .base import InvalidInput, Item, Outcome, ToolDefinition, Warning, describe
+from .base import InvalidInput, Item, Outcome, ToolDefinition, Warning, describe, json_type
 
 NAME = "weknora"
 TOOLS = ("todo_write",)
@@ -195,15 +195,9 @@ def type_error(value: Any, path: str, go_type: str) -> InvalidInput:
 
 
 def go_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    """The JSON kind in Go's unmarshal errors: "bool" where JSON Schema says "boolean"."""
+    kind = json_type(value)
+    return {"boolean": "bool", "null": "object"}.get(kind, kind)
 
 
 def plan_text(task: str, steps: list[dict[str, str]]) -> str:
