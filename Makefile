@@ -11,8 +11,13 @@ STAMP := $(VENV)/.installed
 help:  ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-run: $(STAMP)  ## Start todoweb on http://127.0.0.1:8000 (SQLite, in-memory layer) with a demo agent
-	$(PY) manage.py start
+run: $(STAMP) .run/secret-key  ## Start todoweb on http://127.0.0.1:8000 (SQLite, in-memory layer) with a demo agent
+	SECRET_KEY="$${SECRET_KEY:-$$(cat .run/secret-key)}" $(PY) manage.py start
+
+# The local server's own secret key, made once (the repository's key is refused).
+.run/secret-key:
+	mkdir -p .run
+	$(PYTHON) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
 
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/todoweb
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0

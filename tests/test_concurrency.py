@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.db import connection
 
 from tests.conftest import Api
-from todoweb.models import Revision, Session, Step
+from todoweb.dialects import claude
+from todoweb.models import Revision, Session
+from todoweb.tokens import token_create
 
 WRITERS = 40
 
@@ -28,11 +31,9 @@ def test_it_numbers_revisions_without_gaps_under_concurrent_writers(token):
     assert statuses == [200] * WRITERS
     numbers = sorted(Revision.objects.values_list("number", flat=True))
     assert numbers == list(range(1, WRITERS + 1))
-    session = Session.objects.get(key="busy")
+    session = Session.objects.with_current().get(key="busy")
     assert session.revision == WRITERS
-    last = Revision.objects.get(number=WRITERS)
-    current = list(Step.objects.filter(session=session).values_list("content", flat=True))
-    assert current == [t["content"] for t in last.todos]
+    assert session.current == Revision.objects.get(number=WRITERS)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -57,3 +58,37 @@ def test_it_creates_a_new_session_once_under_concurrent_first_writes(token):
     assert statuses == [200] * 10
     assert Session.objects.filter(key="born").count() == 1
     assert sorted(Revision.objects.values_list("number", flat=True)) == list(range(1, 11))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_writes_another_projects_session_while_a_slow_call_runs(token, monkeypatch):
+    """The dialect runs outside the write lock: on SQLite, where one writer at a time
+    has the database, a slow call must not hold up anyone else's writes."""
+    started, release = threading.Event(), threading.Event()
+    real_call = claude.call
+
+    def slow_call(tool, args, *rest, **options):
+        if args.get("todos") and args["todos"][0]["content"] == "slow":
+            started.set()
+            assert release.wait(10)
+        return real_call(tool, args, *rest, **options)
+
+    monkeypatch.setattr(claude, "call", slow_call)
+    _, other_token, _ = token_create(project_slug="other")
+
+    def write_slow() -> int:
+        try:
+            todos = [{"content": "slow", "status": "pending", "activeForm": "slowly"}]
+            return Api(token).call("slow", "TodoWrite", {"todos": todos}).status_code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        slow = pool.submit(write_slow)
+        assert started.wait(10)
+        assert write(other_token, 1, key="quick") == 200
+        assert not slow.done()
+        release.set()
+        assert slow.result(timeout=10) == 200
+    assert Session.objects.get(key="quick").revision == 1
+    assert Session.objects.get(key="slow").revision == 1

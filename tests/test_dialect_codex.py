@@ -15,7 +15,8 @@ import pytest
 
 from tests.conftest import assert_refused
 from todoweb.dialects import codex
-from todoweb.dialects.base import UNPARSED, InvalidInput
+from todoweb.dialects.base import UNPARSED
+from todoweb.errors import InvalidInput
 
 CALL_IDS = itertools.count(1)
 PREFIX = "failed to parse function arguments: "

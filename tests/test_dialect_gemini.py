@@ -10,7 +10,8 @@ import pytest
 
 from tests.conftest import assert_refused
 from todoweb.dialects import gemini
-from todoweb.dialects.base import UNPARSED, InvalidInput
+from todoweb.dialects.base import UNPARSED
+from todoweb.errors import InvalidInput
 
 PLAN = {
     "todos": [

@@ -10,7 +10,9 @@ import pytest
 
 from tests.conftest import assert_refused
 from todoweb.dialects import kimi
-from todoweb.dialects.base import UNPARSED, InvalidInput, Item
+from todoweb.dialects.base import UNPARSED
+from todoweb.errors import InvalidInput
+from todoweb.steps import Item
 
 # Seed 000's example of a full snapshot.
 SEED_SNAPSHOT = {

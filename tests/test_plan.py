@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from todoweb.dialects.base import Item
 from todoweb.plan import reconcile
+from todoweb.steps import Item
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

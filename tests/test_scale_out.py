@@ -31,7 +31,10 @@ def redis_layer(settings):
             pytest.fail(f"CI=true but Redis is not reachable at {REDIS_TEST_URL}")
         pytest.skip(f"Redis is not reachable at {REDIS_TEST_URL}")
     settings.CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [REDIS_TEST_URL]}}
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [REDIS_TEST_URL], "prefix": settings.TODOWEB_CHANNEL_PREFIX},
+        }
     }
     channel_layers.backends.clear()
     yield get_channel_layer()

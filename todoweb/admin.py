@@ -7,9 +7,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
-from .models import ApiToken, Project, Revision, Session, ShareLink, Step
+from .models import ApiToken, Project, Revision, Session, ShareLink
 from .selectors import state_filter
 from .services import session_archive, session_change
 from .sharing import share_revoke
@@ -63,18 +63,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
         self.message_user(request, f"Revoked {count} token(s).")
 
 
-class StepInline(admin.TabularInline):
-    model = Step
-    fields = ["position", "step_id", "content", "status", "active_form", "started_at", "completed_at", "reopened"]
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = False
-
-    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-
 class StateFilter(admin.SimpleListFilter):
     title = "state"
     parameter_name = "state"
@@ -116,13 +104,16 @@ class SessionAdmin(admin.ModelAdmin):
         "closed_at",
         "archived_at",
         "revisions_link",
+        "steps_table",
     ]
     fields = ["title", *readonly_fields]
-    inlines = [StepInline]
     actions = ["close", "archive"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # sessions are created by their agents' first call
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Session]:
+        return super().get_queryset(request).with_current()
 
     @admin.display(description="state")
     def state_badge(self, session: Session) -> str:
@@ -136,6 +127,22 @@ class SessionAdmin(admin.ModelAdmin):
     def revisions_link(self, session: Session) -> str:
         url = reverse("admin:todoweb_revision_changelist") + f"?session__id__exact={session.pk}"
         return format_html('<a href="{}">{} revision(s)</a>', url, session.revision)
+
+    @admin.display(description="steps")
+    def steps_table(self, session: Session) -> str:
+        """The current steps, read-only (agent text, escaped by format_html)."""
+        columns = ["id", "content", "status", "active_form", "started_at", "completed_at", "reopened"]
+        head = format_html_join("", "<th>{}</th>", ((column.replace("_", " "),) for column in columns))
+        todos = session.current.todos if session.current else []
+        rows = format_html_join(
+            "",
+            "<tr>{}</tr>",
+            (
+                (format_html_join("", "<td>{}</td>", (("" if step[c] is None else step[c],) for c in columns)),)
+                for step in todos
+            ),
+        )
+        return format_html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>", head, rows)
 
     def save_model(self, request: HttpRequest, obj: Session, form, change: bool) -> None:
         # Only the title is editable; saving the whole row could write back a

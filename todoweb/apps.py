@@ -1,7 +1,15 @@
+from __future__ import annotations
+
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class TodowebConfig(AppConfig):
     name = "todoweb"
     verbose_name = "todoweb"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from .logs import install_redaction
+
+        install_redaction(settings.TODOWEB_REDACTED_LOGGERS)

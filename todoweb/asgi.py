@@ -10,6 +10,18 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "todoweb.settings")
 # Django must be set up before the consumers (and their models) are imported.
 django_asgi_app = get_asgi_application()
 
+from django.conf import settings  # noqa: E402
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402
+
+if not settings.DEBUG and settings.SECRET_KEY == settings.DEVELOPMENT_SECRET_KEY:
+    # Anyone can read the repository's key, and with it forge session cookies.
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set. todoweb will not serve with the development key from its repository "
+        "unless DEBUG=1. Set SECRET_KEY to a long random value, e.g. the output of "
+        "python -c 'import secrets; print(secrets.token_urlsafe(50))' "
+        "(`make run` keeps one in .run/secret-key)."
+    )
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402

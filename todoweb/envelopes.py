@@ -9,13 +9,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .dialects.base import UNPARSED, compact_json
-from .errors import ApiError
-from .jsonio import check_text, reject_constant
+from .errors import InvalidInput, InvalidJson
+from .jsonio import JsonError, UnacceptableJson, parse
 
 EXPECTED = (
     "a tool_use block {type, id, name, input}, a Chat Completions tool call {id, type, function: {name, arguments}}, "
@@ -28,8 +27,10 @@ class ToolCall:
     form: str  # "anthropic" | "chat" | "responses" | "plain"
     tool: str
     call_id: str | None
-    args: Any  # the tool input; UNPARSED when the arguments text is not JSON
+    args: Any  # the tool input; UNPARSED when the arguments text is not JSON todoweb accepts
     raw: str | None = None  # the arguments text, for the two OpenAI forms
+    # Why `args` is UNPARSED: raised unless the dialect reads the raw text itself.
+    args_problem: InvalidInput | None = field(default=None, compare=False)
 
     def fingerprint(self) -> str:
         # The call id is part of the body: reusing an Idempotency-Key for another
@@ -49,7 +50,7 @@ class ToolCall:
 
 def parse_call(body: Any) -> ToolCall:
     if not isinstance(body, dict):
-        raise ApiError(422, "invalid_input", f"The body must be a JSON object: {EXPECTED}")
+        raise InvalidInput(f"The body must be a JSON object: {EXPECTED}")
     if body.get("type") == "tool_use":
         return ToolCall(
             "anthropic", tool_name(body.get("name"), "name"), call_id(body.get("id")), body.get("input", {})
@@ -63,20 +64,12 @@ def parse_call(body: Any) -> ToolCall:
         return with_arguments(call, body.get("arguments"), "arguments")
     if "tool" in body:
         return ToolCall("plain", tool_name(body.get("tool"), "tool"), call_id(body.get("id")), body.get("input", {}))
-    raise ApiError(422, "invalid_input", f"Unrecognised tool call. Expected {EXPECTED}")
-
-
-def sniff_call(body: bytes) -> ToolCall | None:
-    """The call a body names, if it names one: lets any error answer carry a `reply`."""
-    try:
-        return parse_call(json.loads(body))
-    except (ValueError, RecursionError, ApiError):
-        return None
+    raise InvalidInput(f"Unrecognised tool call. Expected {EXPECTED}")
 
 
 def tool_name(value: Any, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ApiError(422, "invalid_input", f"'{field}' must be a non-empty string naming the tool")
+        raise InvalidInput(f"'{field}' must be a non-empty string naming the tool")
     return value
 
 
@@ -85,24 +78,22 @@ def call_id(value: Any) -> str | None:
         return None
     if isinstance(value, (str, int)) and not isinstance(value, bool) and len(str(value)) <= 200:
         return str(value)
-    raise ApiError(422, "invalid_input", "The tool call id must be a string of at most 200 characters")
+    raise InvalidInput("The tool call id must be a string of at most 200 characters")
 
 
-def with_arguments(call: ToolCall, value: Any, field: str) -> ToolCall:
-    """The call with its arguments text decoded (an OpenAI call carries JSON as a string)."""
+def with_arguments(call: ToolCall, value: Any, where: str) -> ToolCall:
+    """The call with its arguments text decoded (an OpenAI call carries JSON as a string).
+    Text todoweb cannot take is kept as UNPARSED, with the reason: some tools read it
+    their own way (see the dialects' HANDLES_RAW)."""
     if value is None:
         value = ""
     if not isinstance(value, str):
-        error = ApiError(400, "invalid_json", f"'{field}' must be a string holding a JSON object")
-        error.reply_to = call
-        raise error
-    return ToolCall(call.form, call.tool, call.call_id, decode(value), value)
-
-
-def decode(raw: str) -> Any:
+        problem = InvalidJson(f"'{where}' must be a string holding a JSON object")
+        return ToolCall(call.form, call.tool, call.call_id, UNPARSED, None, args_problem=problem)
     try:
-        value = json.loads(raw, parse_constant=reject_constant)
-    except (ValueError, RecursionError):
-        return UNPARSED
-    check_text(value)
-    return value
+        args = parse(value, what="The arguments text")
+    except JsonError as exc:
+        return ToolCall(call.form, call.tool, call.call_id, UNPARSED, value, args_problem=InvalidJson(str(exc)))
+    except UnacceptableJson as exc:
+        return ToolCall(call.form, call.tool, call.call_id, UNPARSED, value, args_problem=InvalidInput(str(exc)))
+    return ToolCall(call.form, call.tool, call.call_id, args, value)

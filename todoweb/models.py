@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 
 
@@ -88,6 +89,27 @@ class ApiToken(models.Model):
         return self.revoked_at is None
 
 
+class SessionQuerySet(models.QuerySet):
+    def with_current(self) -> SessionQuerySet:
+        """Each session with its current plan, the revision numbered `revision`, in the
+        same query: `session.current` (None before the first write)."""
+        current = FilteredRelation("revisions", condition=Q(revisions__number=F("revision")))
+        return self.annotate(current=current, current_number=F("current__number")).select_related("current")
+
+
+class CurrentRevision:
+    """`session.current`. The join in `with_current()` sets it when it finds the
+    revision; when it finds none, there is none yet. A session read without the join
+    has no idea: asking is a mistake, not an empty plan."""
+
+    def __get__(self, session: Session | None, owner: type | None = None):
+        if session is None:
+            return self
+        if "current_number" in session.__dict__:
+            return None
+        raise AttributeError("session.current is loaded by Session.objects.with_current()")
+
+
 class Session(models.Model):
     class State(models.TextChoices):
         EMPTY = "empty"
@@ -115,6 +137,9 @@ class Session(models.Model):
     updated_at = models.DateTimeField(default=timezone.now, db_index=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
+
+    objects = SessionQuerySet.as_manager()
+    current = CurrentRevision()
 
     class Meta:
         ordering = ["-updated_at"]
@@ -147,29 +172,8 @@ class Session(models.Model):
         return f"/s/{self.public_id}/"
 
 
-class Step(models.Model):
-    """A current step: always equal to the last revision's list."""
-
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="steps")
-    position = models.PositiveIntegerField()
-    step_id = models.CharField(max_length=200)
-    content = models.TextField()
-    active_form = models.TextField(null=True, blank=True)
-    notes = models.TextField(null=True, blank=True)
-    status = models.CharField(max_length=12)
-    priority = models.CharField(max_length=6, null=True, blank=True)
-    owner = models.CharField(max_length=200, null=True, blank=True)
-    blocked_by = models.JSONField(default=list, blank=True)
-    first_seen_at = models.DateTimeField()
-    started_at = models.DateTimeField(null=True, blank=True)
-    completed_at = models.DateTimeField(null=True, blank=True)
-    reopened = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        ordering = ["session", "position"]
-
-    def __str__(self) -> str:
-        return f"#{self.step_id} {self.content[:60]}"
+# The largest revision number: a PositiveIntegerField is a 32-bit integer in PostgreSQL.
+MAX_REVISION = 2**31 - 1
 
 
 class Revision(models.Model):
@@ -187,26 +191,22 @@ class Revision(models.Model):
     dropped = models.JSONField(default=list)
     warnings = models.JSONField(default=list)
     created_at = models.DateTimeField(default=timezone.now)
+    # The call's idempotency key (its tool call id, or an Idempotency-Key header): a
+    # repeat of the same call is answered with `response`, the first answer, and
+    # writes nothing. `fingerprint` tells a repeat from another call reusing the key.
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    fingerprint = models.CharField(max_length=64, blank=True)
+    response = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["session", "number"]
-        constraints = [models.UniqueConstraint(fields=["session", "number"], name="revision_number_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "number"], name="revision_number_unique"),
+            models.UniqueConstraint(fields=["session", "idempotency_key"], name="revision_idempotency_key_unique"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.session} r{self.number}"
-
-
-class IdempotencyRecord(models.Model):
-    """The first answer to a write, replayed for a repeat of the same call."""
-
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="idempotency_records")
-    key = models.CharField(max_length=255)
-    fingerprint = models.CharField(max_length=64)
-    response = models.JSONField()
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["session", "key"], name="idempotency_key_unique")]
 
 
 class ShareLink(models.Model):

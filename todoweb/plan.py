@@ -13,14 +13,18 @@ from datetime import datetime
 from difflib import SequenceMatcher
 from typing import Any
 
-from .dialects.base import FINISHED, STATUSES, Item
+from .steps import FINISHED, STATUSES, Item
 
 # Similarity above which a reworded step is taken for the same step.
 CLOSE_MATCH = 0.8
-# Fuzzy matching is quadratic; past this many pairs a rewrite counts as new steps.
-MAX_FUZZY_PAIRS = 20_000
-
-KIMI_WORDS = {"completed": "done"}
+# Fuzzy matching costs (items x steps) pairs, each quadratic in the texts' length
+# (two 2,000-character texts take ~100 ms). It compares the first FUZZY_CHARS of
+# each text, over at most MAX_FUZZY_PAIRS pairs, and stops when the work (the sum
+# of length products) passes FUZZY_BUDGET (~50 ms here): the steps still unmatched
+# then count as new. A light rewording of a normal list is well within all three.
+FUZZY_CHARS = 300
+MAX_FUZZY_PAIRS = 2_500
+FUZZY_BUDGET = 2_000_000
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -140,20 +144,33 @@ def match_steps(candidates: list[dict[str, Any]], items: list[Item]) -> dict[int
 
     unmatched = [i for i, item in enumerate(items) if item.id is None and i not in matches]
     if unmatched and free and len(unmatched) * len(free) <= MAX_FUZZY_PAIRS:
-        scored = []
-        for i in unmatched:
-            text = items[i].content.casefold()
-            for j in free:
-                matcher = SequenceMatcher(None, text, candidates[j]["content"].casefold(), autojunk=False)
-                if matcher.real_quick_ratio() >= CLOSE_MATCH and matcher.quick_ratio() >= CLOSE_MATCH:
-                    ratio = matcher.ratio()
-                    if ratio >= CLOSE_MATCH:
-                        scored.append((-ratio, i, j))
-        for _, i, j in sorted(scored):
+        for i, j, _ in close_matches(
+            {i: items[i].content for i in unmatched}, {j: candidates[j]["content"] for j in sorted(free)}
+        ):
             if i not in matches and j in free:
                 matches[i] = j
                 free.discard(j)
     return matches
+
+
+def close_matches(texts: dict[int, str], others: dict[int, str]) -> list[tuple[int, int, float]]:
+    """Pairs (i, j, ratio) of texts at least CLOSE_MATCH alike, best first, within the budget."""
+    folded = {j: text[:FUZZY_CHARS].casefold() for j, text in others.items()}
+    budget = FUZZY_BUDGET
+    scored = []
+    for i, text in texts.items():
+        text = text[:FUZZY_CHARS].casefold()
+        for j, other in folded.items():
+            matcher = SequenceMatcher(None, text, other, autojunk=False)
+            if matcher.real_quick_ratio() < CLOSE_MATCH or matcher.quick_ratio() < CLOSE_MATCH:
+                continue
+            budget -= len(text) * len(other)
+            if budget < 0:
+                return sorted(scored, key=lambda pair: -pair[2])
+            ratio = matcher.ratio()
+            if ratio >= CLOSE_MATCH:
+                scored.append((i, j, ratio))
+    return sorted(scored, key=lambda pair: -pair[2])
 
 
 def advance(before: dict[str, Any] | None, item: Item, *, step_id: str, position: int, now: datetime) -> dict[str, Any]:
@@ -228,12 +245,6 @@ def progress(todos: list[dict[str, Any]]) -> float:
 
 def current_ids(todos: list[dict[str, Any]]) -> list[str]:
     return [step["id"] for step in todos if step["status"] == "in_progress"]
-
-
-def display(todos: list[dict[str, Any]]) -> dict[str, Any]:
-    """Kimi's TodoDisplayBlock, in Kimi's own status words."""
-    items = [{"title": step["content"], "status": KIMI_WORDS.get(step["status"], step["status"])} for step in todos]
-    return {"type": "todo", "items": items}
 
 
 def current_text(todos: list[dict[str, Any]]) -> str:

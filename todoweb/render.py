@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-MARKERS = {
-    "pending": "[ ]",
-    "in_progress": "[>]",
-    "completed": "[x]",
-    "failed": "[!]",
-    "blocked": "[~]",
-    "cancelled": "[-]",
-}
+from .steps import FINISHED, MARKERS
+
 REMINDER = "Reminder: finish every step before summarising, and keep exactly one step in progress."
 
 
@@ -37,6 +31,6 @@ def checklist(data: dict[str, Any], *, newly_dropped: list[dict[str, Any]], wrot
     if newly_dropped:
         lines += ["", "Dropped while unfinished (send them again if they still matter):"]
         lines += [f"- {step_line(step)}" for step in newly_dropped]
-    if any(step["status"] not in ("completed", "cancelled") for step in todos):
+    if any(step["status"] not in FINISHED for step in todos):
         lines += ["", REMINDER]
     return "\n".join(lines)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .render import MARKERS, step_line
+from .render import step_line
+from .steps import MARKERS
 
 OPEN, CLOSE = "<system-reminder>", "</system-reminder>"
 LEGEND = "Markers: " + ", ".join(f"{marker} {status.replace('_', ' ')}" for status, marker in MARKERS.items()) + "."

@@ -10,8 +10,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from . import plan
-from .dialects.base import FINISHED
+from .dialects import kimi
 from .models import Project, Revision, Session
+from .steps import FINISHED
 
 
 def session_info(session: Session, *, now: datetime | None = None) -> dict[str, Any]:
@@ -23,7 +24,7 @@ def session_info(session: Session, *, now: datetime | None = None) -> dict[str, 
         "dialect": session.dialect or None,
         "state": session.state_at(now or timezone.now()),
         "url": session.get_absolute_url(),
-        "parent": session.parent.public_id if session.parent_id else None,
+        "parent": session.parent.public_id if session.parent else None,
         "created_at": plan.iso(session.created_at),
         "updated_at": plan.iso(session.updated_at),
     }
@@ -53,7 +54,7 @@ def plan_data(session: Session, revision: Revision | None, *, now: datetime | No
         "changes": revision.changes if revision else [],
         "dropped": revision.dropped if revision else [],
         "warnings": revision.warnings if revision else [],
-        "display": plan.display(todos),
+        "display": kimi.display_block(todos),
     }
 
 
@@ -79,14 +80,9 @@ def revision_data(session: Session, row: Revision, *, now: datetime | None = Non
     }
 
 
-def last_revision(session: Session) -> Revision | None:
-    if session.revision == 0:
-        return None
-    return Revision.objects.filter(session=session, number=session.revision).first()
-
-
 def current_data(session: Session) -> dict[str, Any]:
-    return plan_data(session, last_revision(session))
+    """The session's current plan (read the session with `Session.objects.with_current()`)."""
+    return plan_data(session, session.current)
 
 
 def state_filter(state: str, now: datetime) -> Q:

@@ -1,36 +1,58 @@
-"""Writes. Every change to a session's plan goes through `session_record_call`:
-one transaction, one lock on the session row, the next revision number, and the
-live event sent after commit. Nothing else writes steps or revisions.
+"""Writes. Every change to a session's plan goes through `session_record_call`, in
+named steps: resolve the dialect, replay a call seen before, run the dialect, write
+the revision, answer. Nothing else writes revisions.
+
+Concurrency. The dialect runs outside any lock, on the session as it was read; the
+write then moves the session from revision N to N+1 only if it is still at N (a
+compare-and-set on its row, which also locks it) and inserts revision N+1. A writer
+that loses the race reads again and runs again; after OPTIMISTIC_ATTEMPTS losses it
+reads, runs and writes in one transaction holding the row (and, on SQLite, the
+lock), so it cannot starve. Every writer locks the session row before inserting, so
+the two kinds never deadlock. The lock is held for database work only (two short
+statements): a slow call, or a long fuzzy match, never holds up the writes of another
+session, even on SQLite, where one writer at a time has the whole database.
+
+Idempotency. A call's key (its tool call id or Idempotency-Key) is stored on the
+revision it wrote, with the answer: a repeat finds both in the same read as the
+session, and is answered from there, writing nothing.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import astuple, dataclass
+from types import ModuleType
 from typing import Any
 
-from django.db import connection, transaction
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 
-from . import dialects, events, plan, render
-from .dialects.base import UNPARSED, InvalidInput, Outcome, Warning
+from . import dialects, events, jsonio, plan, render
+from .dialects.base import UNPARSED, Outcome
 from .envelopes import ToolCall
-from .errors import ApiError
-from .models import IdempotencyRecord, Project, Revision, Session, Step
-from .selectors import last_revision, plan_data, session_summary
+from .errors import IdempotencyConflict, InvalidInput, InvalidJson, RevisionConflict
+from .models import Project, Revision, Session
+from .selectors import current_data, plan_data, session_summary
+from .steps import FINISHED, Warning
+
+# Optimistic tries before a writer takes the lock for its whole call.
+OPTIMISTIC_ATTEMPTS = 3
+TITLE_MAX_CHARS = Session._meta.get_field("title").max_length
+OWNER_MAX_CHARS = 200
+
+
+class Conflict(Exception):
+    """The session moved on between this writer's read and its write."""
 
 
 @dataclass
 class Answer:
     body: dict[str, Any]
     replayed: bool = False
-
-
-def session_get_or_create(*, project: Project, key: str, parent: Session | None = None) -> Session:
-    # get_or_create retries the SELECT when a concurrent writer won the INSERT.
-    session, _ = Session.objects.get_or_create(project=project, key=key, defaults={"parent": parent})
-    return session
 
 
 def session_record_call(
@@ -47,131 +69,249 @@ def session_record_call(
     """Run one tool call against a session; write a revision if the call changes the plan.
 
     `parent_key` names the session this one is a subagent of (created if needed, in
-    the same transaction, so an invalid call leaves neither behind)."""
-    try:
-        dialect = dialects.resolve(call.tool, call.args)
-    except dialects.UnknownTool as exc:
-        raise ApiError(422, "unknown_tool", str(exc), details={"tool": call.tool}) from exc
-    except InvalidInput as exc:
-        raise ApiError(422, exc.code, exc.message, details=exc.details) from exc
-    if (call.args is UNPARSED or not isinstance(call.args, dict)) and call.raw is not None:
-        if not getattr(dialect, "HANDLES_RAW", False):
-            raise ApiError(400, "invalid_json", "The arguments are not a JSON object")
-
+    the same transaction, so that an invalid call leaves neither behind)."""
+    dialect = resolve_dialect(call)
     key = idempotency_key or call.call_id
-    with write_lock(), transaction.atomic():
-        # Inside the transaction, so that an invalid first call leaves no session behind.
-        parent = session_get_or_create(project=project, key=parent_key) if parent_key else None
-        session = session_get_or_create(project=project, key=session_key, parent=parent)
-        # Serialises writers of this session (PostgreSQL row lock; on SQLite the
-        # IMMEDIATE transaction already holds the database write lock).
-        session = Session.objects.select_for_update(of=("self",)).select_related("project", "parent").get(pk=session.pk)
-        if session.archived_at is not None:
-            # An archived session that its agent writes to again is in use: it comes back.
-            session.archived_at = None
-        if key:
-            record = IdempotencyRecord.objects.filter(session=session, key=key).first()
-            if record is not None:
-                if record.fingerprint != call.fingerprint():
-                    raise ApiError(
-                        422,
-                        "idempotency_conflict",
-                        f"Idempotency key '{key}' was already used with a different body",
-                        details={"key": key},
-                    )
-                # The first answer, with its reply in the form this request used.
-                replay = record.response | {"reply": call.reply(record.response["output"])}
-                return Answer(replay, replayed=True)
-
-        previous = last_revision(session)
-        if expected_revision is not None and expected_revision != session.revision:
-            raise ApiError(
-                409,
-                "revision_conflict",
-                f"Expected revision {expected_revision}, but the session is at revision {session.revision}",
-                details={"expected": expected_revision, "current": session.revision},
-                data=plan_data(session, previous),
-            )
-        previous_todos = previous.todos if previous else []
+    for attempt in itertools.count():
+        exclusive = attempt >= OPTIMISTIC_ATTEMPTS
         try:
-            outcome = dialect.call(
-                call.tool, call.args, plan.as_items(previous_todos), raw=call.raw, next_id=session.next_step_number
-            )
-            if outcome.items is not None:
-                outcome.warnings = outcome.warnings + apply_policy(project, outcome)
-        except InvalidInput as exc:
-            status = 400 if exc.code == "invalid_json" else 422
-            raise ApiError(status, exc.code, exc.message, details=exc.details) from exc
+            with whole_call_locked(exclusive):
+                return record_once(
+                    project=project,
+                    session_key=session_key,
+                    call=call,
+                    dialect=dialect,
+                    key=key,
+                    reply_style=reply_style,
+                    expected_revision=expected_revision,
+                    parent_key=parent_key,
+                    default_title=default_title,
+                    exclusive=exclusive,
+                )
+        except (Conflict, IntegrityError):
+            # Another writer moved the session on, or created it, first: read again.
+            continue
+    raise AssertionError("unreachable")
 
-        if outcome.items is None:
-            data = plan_data(session, previous)
-            output = (
-                outcome.native if reply_style == "native" else render.checklist(data, newly_dropped=[], wrote=False)
-            )
-            return Answer(answer_body(call, dialect.NAME, output, data | outcome.extra))
 
-        now = timezone.now()
-        number = session.revision + 1
-        result = plan.reconcile(
-            previous_todos,
-            previous.dropped if previous else [],
-            outcome.items,
-            now=now,
-            next_number=session.next_step_number,
-            revision=number,
-            removed=outcome.removed,
-        )
-        revision = Revision.objects.create(
-            session=session,
-            number=number,
-            tool=call.tool,
-            dialect=dialect.NAME,
-            call_id=call.call_id or "",
-            raw_input=call.raw if call.args is UNPARSED else call.args,
-            title=(outcome.title or "")[:500],
-            todos=result.todos,
-            changes=result.changes,
-            dropped=result.dropped,
-            warnings=[w.as_dict() for w in outcome.warnings],
-            created_at=now,
-        )
-        update_session(session, revision=revision, outcome=outcome, result=result, default_title=default_title)
-        replace_steps(session, result.todos)
+def resolve_dialect(call: ToolCall) -> ModuleType:
+    """The dialect for the call, by its tool name and (where names are shared) its input."""
+    dialect = dialects.resolve(call.tool, call.args)
+    reads_raw = getattr(dialect, "HANDLES_RAW", False) and call.raw is not None
+    if call.args is UNPARSED and not reads_raw:
+        raise call.args_problem or InvalidJson("The arguments are not valid JSON")
+    if call.raw is not None and not isinstance(call.args, dict) and not reads_raw:
+        raise InvalidJson("The arguments are not a JSON object")
+    return dialect
 
-        data = plan_data(session, revision, now=now)
-        if reply_style == "native":
-            output = outcome.native
-        else:
-            output = render.checklist(data, newly_dropped=result.newly_dropped, wrote=True)
-        body = answer_body(call, dialect.NAME, output, data | outcome.extra)
-        if key:
-            IdempotencyRecord.objects.create(session=session, key=key, fingerprint=call.fingerprint(), response=body)
-        events.publish_on_commit(
-            public_id=session.public_id,
-            project_id=session.project_id,
-            session_event=events.snapshot_event(data),
-            summary=session_summary(session, now=now),
+
+def record_once(
+    *,
+    project: Project,
+    session_key: str,
+    call: ToolCall,
+    dialect: ModuleType,
+    key: str | None,
+    reply_style: str,
+    expected_revision: int | None,
+    parent_key: str | None,
+    default_title: str | None,
+    exclusive: bool,
+) -> Answer:
+    """One try. Raises IntegrityError when another writer got there first."""
+    session = read_session(project, session_key, key=key, for_update=exclusive)
+    if session is not None and key and session.replay_fingerprint is not None:
+        return replay(session, call, key)
+    if session is None:
+        session = new_session(project, session_key, parent_key=parent_key)
+    if expected_revision is not None and expected_revision != session.revision:
+        raise RevisionConflict(
+            f"Expected revision {expected_revision}, but the session is at revision {session.revision}",
+            details={"expected": expected_revision, "current": session.revision},
+            data=current_data(session),
         )
-    return Answer(body)
+    outcome = run_dialect(dialect, call, session, project)
+    if outcome.items is None:
+        return read_answer(session, call, dialect, outcome, reply_style)
+
+    now = timezone.now()
+    previous = session.current
+    result = plan.reconcile(
+        previous.todos if previous else [],
+        previous.dropped if previous else [],
+        outcome.items,
+        now=now,
+        next_number=session.next_step_number,
+        revision=session.revision + 1,
+        removed=outcome.removed,
+    )
+    revision = Revision(
+        session=session,
+        number=session.revision + 1,
+        tool=call.tool,
+        dialect=dialect.NAME,
+        call_id=call.call_id or "",
+        raw_input=call.raw if call.args is UNPARSED else call.args,
+        title=(outcome.title or "")[:TITLE_MAX_CHARS],
+        todos=result.todos,
+        changes=result.changes,
+        dropped=result.dropped,
+        warnings=[w.as_dict() for w in outcome.warnings],
+        created_at=now,
+        idempotency_key=key,
+        fingerprint=call.fingerprint() if key else "",
+    )
+    changed = advance_session(session, revision=revision, outcome=outcome, result=result, default_title=default_title)
+    data = plan_data(session, revision, now=now)
+    if reply_style == "native":
+        output = outcome.native
+    else:
+        output = render.checklist(data, newly_dropped=result.newly_dropped, wrote=True)
+    body = {"ok": True, "tool": call.tool, "dialect": dialect.NAME, "output": output, "data": data | outcome.extra}
+    revision.response = body if key else None
+    write_revision(session, revision, changed)
+    events.publish_on_commit(
+        public_id=session.public_id,
+        project_id=project.pk,
+        session_event=events.snapshot_event(data),
+        summary=session_summary(session, now=now),
+    )
+    return Answer(body | {"reply": call.reply(output)})
+
+
+def read_session(project: Project, session_key: str, *, key: str | None, for_update: bool) -> Session | None:
+    """The session with its current revision and, when the call has a key, the earlier
+    call with that key (`replay_fingerprint`, `replay_response`): one query."""
+    sessions = Session.objects.with_current().select_related("parent").filter(project=project, key=session_key)
+    sessions = sessions.defer("current__raw_input", "current__response")
+    if key:
+        sessions = sessions.annotate(
+            replay=FilteredRelation("revisions", condition=Q(revisions__idempotency_key=key)),
+            replay_fingerprint=F("replay__fingerprint"),
+            replay_response=F("replay__response"),
+        )
+    if for_update:
+        sessions = sessions.select_for_update(of=("self",))
+    session = sessions.first()
+    if session is not None:
+        session.project = project
+        if not key:
+            session.replay_fingerprint = session.replay_response = None
+    return session
+
+
+def new_session(project: Project, session_key: str, *, parent_key: str | None) -> Session:
+    """A session not written yet (nor its parent, if new): the write creates them."""
+    parent = None
+    if parent_key:
+        parent = Session.objects.filter(project=project, key=parent_key).first() or Session(
+            project=project, key=parent_key
+        )
+    session = Session(project=project, key=session_key, parent=parent)
+    session.current = session.replay_fingerprint = session.replay_response = None
+    return session
+
+
+def replay(session: Session, call: ToolCall, key: str) -> Answer:
+    if session.replay_fingerprint != call.fingerprint():
+        raise IdempotencyConflict(
+            f"Idempotency key '{key}' was already used with a different body", details={"key": key}
+        )
+    # The first answer, with its reply in the form this request used.
+    first = session.replay_response
+    return Answer(first | {"reply": call.reply(first["output"])}, replayed=True)
+
+
+def run_dialect(dialect: ModuleType, call: ToolCall, session: Session, project: Project) -> Outcome:
+    """The dialect's decision on the call, then the project's policy and what storage takes."""
+    current = session.current.todos if session.current else []
+    outcome = dialect.call(call.tool, call.args, plan.as_items(current), raw=call.raw, next_id=session.next_step_number)
+    if outcome.items is not None:
+        outcome.warnings = outcome.warnings + apply_policy(project, outcome)
+        check_storable(outcome)
+    return outcome
+
+
+def read_answer(session: Session, call: ToolCall, dialect: ModuleType, outcome: Outcome, reply_style: str) -> Answer:
+    """A call that reads: nothing written, but the session exists from now on."""
+    if session.pk is None:
+        session = session_get_or_create(project=session.project, key=session.key)
+    data = current_data(session)
+    output = outcome.native if reply_style == "native" else render.checklist(data, newly_dropped=[], wrote=False)
+    body = {"ok": True, "tool": call.tool, "dialect": dialect.NAME, "output": output, "data": data | outcome.extra}
+    return Answer(body | {"reply": call.reply(output)})
+
+
+def advance_session(
+    session: Session, *, revision: Revision, outcome: Outcome, result: plan.Reconciled, default_title: str | None
+) -> dict[str, Any]:
+    """Move the session (in memory) to the new revision; returns the fields to write."""
+    todos = result.todos
+    changed = {
+        "revision": revision.number,
+        "dialect": revision.dialect,
+        "next_step_number": result.next_number,
+        "total_steps": len(todos),
+        "completed_steps": sum(step["status"] == "completed" for step in todos),
+        "open_steps": sum(step["status"] not in FINISHED for step in todos),
+        "current_text": plan.current_text(todos)[:2000],
+        "rounds_since_todo": 0,
+        "updated_at": revision.created_at,
+        # An archived session that its agent writes to again is in use: it comes back.
+        "archived_at": None,
+    }
+    if outcome.title:
+        changed["title"] = outcome.title[:TITLE_MAX_CHARS]
+    elif not session.title and default_title:
+        changed["title"] = default_title[:TITLE_MAX_CHARS]
+    for field, value in changed.items():
+        setattr(session, field, value)
+    return changed
+
+
+def write_revision(session: Session, revision: Revision, changed: dict[str, Any]) -> None:
+    """Move the session to the new revision and insert it. Raises Conflict (or, for a
+    session created meanwhile, IntegrityError) when another writer got there first."""
+    with write_lock(), transaction.atomic():
+        parent = session.parent
+        if parent is not None and parent.pk is None:
+            parent.save(force_insert=True)
+            session.parent = parent
+        if session.pk is None:
+            session.created_at = revision.created_at
+            session.save(force_insert=True)
+        elif not Session.objects.filter(pk=session.pk, revision=revision.number - 1).update(**changed):
+            raise Conflict()
+        revision.session = session
+        revision.save(force_insert=True)
+    session.current = revision
 
 
 # SQLite lets one writer in at a time and makes the others sleep-and-retry with a
 # growing back-off (p99 over a second under 8 writers). Queueing this process's
-# writers on a lock first keeps them in order and the waits short.
-_sqlite_writer = threading.Lock()
+# writers on a lock first keeps them in order and the waits short. Reentrant: a
+# writer that holds it for its whole call writes under it too.
+_sqlite_writer = threading.RLock()
 
 
 def write_lock() -> AbstractContextManager:
     return _sqlite_writer if connection.vendor == "sqlite" else nullcontext()
 
 
-OWNER_MAX_CHARS = Step._meta.get_field("owner").max_length
+@contextmanager
+def whole_call_locked(exclusive: bool):
+    """For a writer that lost too often: read, run and write in one locked transaction."""
+    if not exclusive:
+        yield
+        return
+    with write_lock(), transaction.atomic():
+        yield
 
 
 def apply_policy(project: Project, outcome: Outcome) -> list[Warning]:
     """The project's limits on top of the dialect's own rules."""
     items = outcome.items or []
-    max_items = min(project.max_items, 500)
+    max_items = min(project.max_items, settings.TODOWEB_MAX_ITEMS_CAP)
     if len(items) > max_items:
         raise InvalidInput(
             f"Too many items: {len(items)}. This project allows at most {max_items}",
@@ -192,6 +332,12 @@ def apply_policy(project: Project, outcome: Outcome) -> list[Warning]:
                 f"Item at index {index}: owner is longer than {OWNER_MAX_CHARS} characters",
                 details={"index": index, "field": "owner"},
             )
+        if len(item.blocked_by) > max_items:
+            # Blockers accumulate over calls (TaskUpdate's addBlockedBy): cap what a step keeps.
+            raise InvalidInput(
+                f"Item at index {index}: blocked by {len(item.blocked_by)} steps; this project allows at most {max_items}",
+                details={"index": index, "field": "blocked_by", "max_items": max_items},
+            )
     in_progress = [index for index, item in enumerate(items) if item.status == "in_progress"]
     if len(in_progress) <= 1 or project.single_in_progress == Project.SingleInProgress.OFF:
         return []
@@ -209,64 +355,32 @@ def apply_policy(project: Project, outcome: Outcome) -> list[Warning]:
     ]
 
 
-def update_session(
-    session: Session, *, revision: Revision, outcome: Outcome, result: plan.Reconciled, default_title: str | None
-) -> None:
-    todos = result.todos
-    session.revision = revision.number
-    session.dialect = revision.dialect
-    session.next_step_number = result.next_number
-    session.total_steps = len(todos)
-    session.completed_steps = sum(step["status"] == "completed" for step in todos)
-    session.open_steps = sum(step["status"] not in ("completed", "cancelled") for step in todos)
-    session.current_text = plan.current_text(todos)[:2000]
-    session.rounds_since_todo = 0
-    session.updated_at = revision.created_at
-    if outcome.title:
-        session.title = outcome.title[:500]
-    elif not session.title and default_title:
-        session.title = default_title[:500]
-    session.save()
+def check_storable(outcome: Outcome) -> None:
+    """Text from a tool's own parser (Kimi's, Codex's) may hold what no database stores."""
+    try:
+        jsonio.check([outcome.title, [astuple(item) for item in outcome.items or []]])
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
 
 
-def replace_steps(session: Session, todos: list[dict[str, Any]]) -> None:
-    Step.objects.filter(session=session).delete()
-    Step.objects.bulk_create(
-        Step(
-            session=session,
-            position=step["position"],
-            step_id=step["id"][:200],
-            content=step["content"],
-            active_form=step["active_form"],
-            notes=step["notes"],
-            status=step["status"],
-            priority=step["priority"],
-            owner=step["owner"],
-            blocked_by=step["blocked_by"],
-            first_seen_at=plan.parse_iso(step["first_seen_at"]),
-            started_at=plan.parse_iso(step["started_at"]),
-            completed_at=plan.parse_iso(step["completed_at"]),
-            reopened=step["reopened"],
-        )
-        for step in todos
-    )
-
-
-def answer_body(call: ToolCall, dialect: str, output: str, data: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "ok": True,
-        "tool": call.tool,
-        "dialect": dialect,
-        "output": output,
-        "reply": call.reply(output),
-        "data": data,
-    }
+def session_get_or_create(*, project: Project, key: str, parent: Session | None = None) -> Session:
+    # get_or_create retries the SELECT when a concurrent writer won the INSERT.
+    session, _ = Session.objects.with_current().get_or_create(project=project, key=key, defaults={"parent": parent})
+    session.project = project
+    if "current_number" not in session.__dict__:
+        session.current = None  # created just now: no revision yet
+    return session
 
 
 def session_change(session: Session, *, title: str | None = None, closed: bool | None = None) -> Session:
     """PATCH: rename, close or reopen. Sends the new state to watchers."""
     with transaction.atomic():
-        session = Session.objects.select_for_update(of=("self",)).select_related("project", "parent").get(pk=session.pk)
+        session = (
+            Session.objects.with_current()
+            .select_for_update(of=("self",))
+            .select_related("project", "parent")
+            .get(pk=session.pk)
+        )
         if title is not None:
             session.title = title
         if closed is not None:

@@ -6,6 +6,7 @@ channel layer; DATABASE_URL and REDIS_URL switch to PostgreSQL and Redis.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import warnings
@@ -28,7 +29,10 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "todoweb-insecure-development-key-set-SECRET_KEY-in-production")
+# The repository's key is for development only: the ASGI application refuses to
+# serve with it unless DEBUG is on (asgi.py), and `check --deploy` flags it.
+DEVELOPMENT_SECRET_KEY = "django-insecure-todoweb-development-key-never-use-in-production"
+SECRET_KEY = os.environ.get("SECRET_KEY") or DEVELOPMENT_SECRET_KEY
 DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
@@ -112,27 +116,49 @@ elif _db["ENGINE"] == "django.db.backends.postgresql":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# --- Channels -------------------------------------------------------------
+# --- Channels and cache ---------------------------------------------------
+
+
+def default_channel_prefix(database: dict) -> str:
+    """A prefix unique to the database: two deployments sharing one Redis server never
+    see each other's events (Redis pub/sub ignores the database number)."""
+    where = "|".join(str(database.get(part) or "") for part in ("ENGINE", "HOST", "PORT", "NAME"))
+    return "todoweb." + hashlib.sha256(where.encode()).hexdigest()[:12]
+
+
+TODOWEB_CHANNEL_PREFIX = os.environ.get("TODOWEB_CHANNEL_PREFIX") or default_channel_prefix(_db)
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# Seconds to wait for Redis to accept a connection: a Redis that is down or
+# unreachable must cost a request little (writes need only the database).
+REDIS_CONNECT_TIMEOUT = 1
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            # The pub/sub layer never drops a message; every live event is a
-            # full snapshot, so a slow watcher can skip to the newest one.
+            # The pub/sub layer never drops a message; every live event is a full
+            # snapshot, so a slow watcher skips to the newest one (todoweb.live).
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_connect_timeout": REDIS_CONNECT_TIMEOUT}],
+                "prefix": TODOWEB_CHANNEL_PREFIX,
+            },
         }
     }
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
+            "KEY_PREFIX": TODOWEB_CHANNEL_PREFIX,
+            "OPTIONS": {"socket_connect_timeout": REDIS_CONNECT_TIMEOUT, "socket_timeout": REDIS_CONNECT_TIMEOUT},
         }
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# The per-token rate limit (django-ratelimit): a cache that is down lets requests
+# through rather than failing them (todoweb.auth logs it).
+RATELIMIT_FAIL_OPEN = True
 
 # --- Auth, i18n, static ---------------------------------------------------
 
@@ -196,3 +222,13 @@ LOGGING = {
     # Every 4xx is an answer the caller gets in full; the log keeps server errors.
     "loggers": {"django.request": {"level": "ERROR"}},
 }
+# Share tokens, API tokens and session cookies never reach a log: these loggers
+# print request lines (query strings included) and get a redacting filter
+# (todoweb.redaction), whoever configures their handlers.
+TODOWEB_REDACTED_LOGGERS = [
+    "uvicorn.access",
+    "uvicorn.error",
+    "django.request",
+    "django.server",
+    "django.channels.server",
+]

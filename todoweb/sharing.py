@@ -78,11 +78,11 @@ def session_for_viewer(*, user, public_id: str, share: str | None) -> tuple[Sess
     when the viewer may not see it.
     """
     if user is not None and user.is_authenticated:
-        session = visible_sessions(user).filter(public_id=public_id).first()
+        session = visible_sessions(user).with_current().filter(public_id=public_id).first()
         if session is not None:
             return session, None
     link = valid_share_link(public_id=public_id, raw=share)
     if link is None:
         return None
-    session = Session.objects.select_related("project", "parent").get(pk=link.session_id)
+    session = Session.objects.with_current().select_related("project", "parent").get(pk=link.session_id)
     return session, link

@@ -21,10 +21,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from . import plan
-from .models import Revision, Session
-from .render import MARKERS
+from .models import MAX_REVISION, Revision, Session
 from .selectors import current_data, dashboard_summaries, revision_data, session_summary, visible_projects
 from .sharing import session_for_viewer
+from .steps import MARKERS
 
 
 def with_times(summary: dict[str, Any]) -> dict[str, Any]:
@@ -185,7 +185,7 @@ def revision_json(request: HttpRequest, public_id: str, number: int) -> HttpResp
         # A script asked: answer JSON, not the login page.
         return JsonResponse({"ok": False, "error": {"code": "forbidden", "message": "No access"}}, status=403)
     session, _ = found
-    row = Revision.objects.filter(session=session, number=number).first()
+    row = Revision.objects.filter(session=session, number=number).first() if number <= MAX_REVISION else None
     if row is None:
         raise Http404("No such revision")
     return JsonResponse(revision_data(session, row) | {"at": plan.iso(row.created_at), "tool": row.tool})
@@ -218,7 +218,8 @@ def export_json(request: HttpRequest, session: Session, share: str | None) -> Ht
     return response
 
 
-MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|"})
+# `&` too: a Markdown renderer would turn an escaped entity like `&lt;` back into `<`.
+MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#|&~"})
 
 
 def markdown_text(text: str | None) -> str:

@@ -10,8 +10,16 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
 from ..auth import TokenAuth
-from ..envelopes import sniff_call
-from ..errors import ApiError
+from ..errors import (
+    ApiError,
+    IdempotencyConflict,
+    InvalidInput,
+    InvalidJson,
+    NotFound,
+    RevisionConflict,
+    TodowebError,
+    UnknownTool,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -24,24 +32,40 @@ api = NinjaAPI(
 )
 
 
-def error_response(request: HttpRequest, error: ApiError) -> JsonResponse:
-    body = error.body()
-    call = getattr(request, "tool_call", None) or error.reply_to
-    if call is None and request.path.endswith("/tool"):
-        try:
-            call = sniff_call(request.body)
-        except RequestDataTooBig:
-            call = None
+# Where each domain error lands in HTTP (the one place that decides it).
+HTTP_STATUS: dict[type[TodowebError], int] = {
+    InvalidJson: 400,
+    NotFound: 404,
+    RevisionConflict: 409,
+    InvalidInput: 422,
+    UnknownTool: 422,
+    IdempotencyConflict: 422,
+}
+
+
+def status_of(error: TodowebError) -> int:
+    if isinstance(error, ApiError):
+        return error.status
+    return next(status for kind, status in HTTP_STATUS.items() if isinstance(error, kind))
+
+
+def error_response(request: HttpRequest, error: TodowebError) -> JsonResponse:
+    """`{"ok": false, "error": …}`, plus the reply for the model once the request's tool
+    call is known (views set `request.tool_call` as soon as they have read it)."""
+    body: dict = {"ok": False, "error": {"code": error.code, "message": error.message, "details": error.details}}
+    if error.data is not None:
+        body["data"] = error.data
+    call = getattr(request, "tool_call", None)
     if call is not None:
         body["reply"] = call.reply(error.message, is_error=True)
-    response = JsonResponse(body, status=error.status)
-    for name, value in error.headers.items():
+    response = JsonResponse(body, status=status_of(error))
+    for name, value in getattr(error, "headers", {}).items():
         response[name] = value
     return response
 
 
-@api.exception_handler(ApiError)
-def on_api_error(request: HttpRequest, exc: ApiError) -> JsonResponse:
+@api.exception_handler(TodowebError)
+def on_error(request: HttpRequest, exc: TodowebError) -> JsonResponse:
     return error_response(request, exc)
 
 
@@ -50,7 +74,7 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> JsonRespo
     first = exc.errors[0] if exc.errors else {}
     where = ".".join(str(part) for part in first.get("loc", ()) if part not in ("body", "payload", "query", "path"))
     message = f"{where}: {first.get('msg', 'invalid value')}" if where else first.get("msg", "Invalid request")
-    return error_response(request, ApiError(422, "invalid_input", message, details={"errors": exc.errors[:10]}))
+    return error_response(request, InvalidInput(message, details={"errors": exc.errors[:10]}))
 
 
 @api.exception_handler(HttpError)
@@ -63,7 +87,7 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> JsonResponse:
 
 @api.exception_handler(Http404)
 def on_not_found(request: HttpRequest, exc: Http404) -> JsonResponse:
-    return error_response(request, ApiError(404, "not_found", str(exc) or "Not found"))
+    return error_response(request, NotFound(str(exc) or "Not found"))
 
 
 @api.exception_handler(RequestDataTooBig)

@@ -10,7 +10,7 @@ from ninja.errors import ValidationError
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticError
 
-from ..errors import ApiError
+from ..errors import ApiError, InvalidInput
 from ..jsonio import loads
 
 
@@ -34,6 +34,9 @@ def json_body(request: HttpRequest) -> Any:
 
 def validated(model: type[BaseModel], body: Any) -> Any:
     """The body as `model`, or the API's usual 422 naming the first problem."""
+    if not isinstance(body, dict):
+        # ninja's Schema would read a list or a number as an object without attributes.
+        raise InvalidInput("The body must be a JSON object")
     try:
         return model.model_validate(body)
     except PydanticError as exc:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..auth import require_write
 from ..envelopes import ToolCall, call_id
-from ..errors import ApiError
+from ..errors import InvalidInput
 from ..services import session_record_call
 from .body import json_body, validated
 from .lookups import SESSION_KEY, check_key
@@ -82,9 +82,7 @@ def post_claude_code_hook(request: HttpRequest, reply: Literal["checklist", "nat
     hook = validated(HookInput, json_body(request))
     check_key(hook.session_id)
     if hook.agent_id is not None and not SESSION_KEY.fullmatch(f"{hook.session_id}:{hook.agent_id}"):
-        raise ApiError(
-            422,
-            "invalid_input",
+        raise InvalidInput(
             "Invalid agent_id: the child session key '<session_id>:<agent_id>' must be 1-200 characters "
             "among letters, digits and . _ : @ -",
             details={"field": "agent_id"},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ApiError
+from ..errors import InvalidInput, NotFound
 from ..models import ApiToken, Session
 
 SESSION_KEY = re.compile(r"[A-Za-z0-9._:@-]{1,200}")
@@ -12,9 +12,7 @@ SESSION_KEY = re.compile(r"[A-Za-z0-9._:@-]{1,200}")
 
 def check_key(key: str) -> str:
     if not SESSION_KEY.fullmatch(key):
-        raise ApiError(
-            422,
-            "invalid_input",
+        raise InvalidInput(
             "Invalid session key: use 1-200 characters among letters, digits and . _ : @ -",
             details={"field": "session_key"},
         )
@@ -24,10 +22,11 @@ def check_key(key: str) -> str:
 def get_session(token: ApiToken, key: str) -> Session:
     check_key(key)
     session = (
-        Session.objects.select_related("project", "parent")
+        Session.objects.with_current()
+        .select_related("project", "parent")
         .filter(project=token.project, key=key, archived_at__isnull=True)
         .first()
     )
     if session is None:
-        raise ApiError(404, "not_found", f"Session '{key}' not found in project '{token.project.slug}'")
+        raise NotFound(f"Session '{key}' not found in project '{token.project.slug}'")
     return session

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from django.db.models import Q
@@ -13,14 +13,16 @@ from ninja import Field, Query, Router, Schema
 from pydantic import BaseModel, ConfigDict
 
 from ..auth import require_write
-from ..errors import ApiError
-from ..models import Revision, Session
+from ..errors import InvalidInput, NotFound
+from ..models import MAX_REVISION, Revision, Session
 from ..selectors import current_data, revision_data, session_summary, state_filter
 from ..services import session_archive, session_change
 from .body import json_body, validated
 from .lookups import get_session
 
 router = Router(tags=["sessions"])
+
+MAX_BIGINT = 2**63 - 1
 
 
 class SessionsQuery(Schema):
@@ -57,11 +59,16 @@ def encode_cursor(session: Session) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    """The position a `next_cursor` names; anything else is a 422, never a 500."""
     try:
         updated_at, pk = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
-        return datetime.fromisoformat(updated_at), int(pk)
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(422, "invalid_input", "Invalid cursor") from None
+        moment = datetime.fromisoformat(updated_at)
+        if moment.tzinfo is None or not 0 < int(pk) <= MAX_BIGINT:
+            raise ValueError(cursor)
+        # Normalising here, not in the query, keeps out-of-range offsets a 422.
+        return moment.astimezone(UTC), int(pk)
+    except (ValueError, UnicodeDecodeError, OverflowError):
+        raise InvalidInput("Invalid cursor: pass back the next_cursor of a previous page") from None
 
 
 @router.get("/sessions/{session_key}", summary="A session's current plan (TodoRead for any dialect)")
@@ -101,7 +108,7 @@ def delete_session(request: HttpRequest, session_key: str) -> HttpResponse:
 
 
 class RevisionsQuery(Schema):
-    after: int = Field(0, ge=0)
+    after: int = Field(0, ge=0, le=MAX_REVISION)
     limit: int = Field(50, ge=1, le=200)
 
 
@@ -121,7 +128,7 @@ def list_revisions(request: HttpRequest, session_key: str, query: Query[Revision
 @router.get("/sessions/{session_key}/revisions/{number}", summary="The plan as of one revision")
 def get_revision(request: HttpRequest, session_key: str, number: int) -> dict[str, Any]:
     session = get_session(request.auth, session_key)
-    row = Revision.objects.filter(session=session, number=number).first()
+    row = Revision.objects.filter(session=session, number=number).first() if 0 < number <= MAX_REVISION else None
     if row is None:
-        raise ApiError(404, "not_found", f"Session '{session_key}' has no revision {number}")
+        raise NotFound(f"Session '{session_key}' has no revision {number}")
     return revision_data(session, row)

@@ -9,9 +9,9 @@ from django.http import HttpRequest, JsonResponse
 from ninja import Query, Router, Schema
 
 from .. import dialects
-from ..auth import require_write
+from ..auth import authenticate, require_write
 from ..envelopes import parse_call
-from ..errors import ApiError
+from ..errors import InvalidInput
 from ..services import session_record_call
 from .body import json_body
 from .lookups import check_key
@@ -84,22 +84,31 @@ TOOL_CALL_BODY = {
 }
 
 
-@router.post("/sessions/{session_key}/tool", openapi_extra=TOOL_CALL_BODY, summary="Run one todo tool call")
+@router.post(
+    "/sessions/{session_key}/tool",
+    # The token is checked in the view, once the call is read, so that a 401 or 429
+    # still carries the reply for the model; the docs show the bearer scheme all the same.
+    auth=None,
+    openapi_extra=TOOL_CALL_BODY | {"security": [{"TokenAuth": []}]},
+    summary="Run one todo tool call",
+)
 def post_tool_call(
     request: HttpRequest, session_key: str, reply: Literal["checklist", "native"] | None = None
 ) -> JsonResponse:
     """Validate one tool call, write a revision if it changes the plan, and answer with
     the text for the model (`output`), the reply in the caller's format and the data."""
-    require_write(request.auth)
-    check_key(session_key)
     body = json_body(request)
     call = parse_call(body)
+    # From here on, every error answer carries the reply for the model.
     request.tool_call = call
+    token = authenticate(request)
+    require_write(token)
+    check_key(session_key)
     answer = session_record_call(
-        project=request.auth.project,
+        project=token.project,
         session_key=session_key,
         call=call,
-        reply_style=reply or request.auth.project.reply_style,
+        reply_style=reply or token.project.reply_style,
         idempotency_key=idempotency_key(request),
         expected_revision=expected_revision(request, body),
     )
@@ -112,7 +121,7 @@ def post_tool_call(
 def idempotency_key(request: HttpRequest) -> str | None:
     key = request.headers.get("Idempotency-Key", "").strip()
     if len(key) > 255:
-        raise ApiError(422, "invalid_input", "Idempotency-Key is longer than 255 characters")
+        raise InvalidInput("Idempotency-Key is longer than 255 characters")
     return key or None
 
 
@@ -121,13 +130,13 @@ def expected_revision(request: HttpRequest, body: dict[str, Any]) -> int | None:
     if header and header != "*":
         match = re.fullmatch(r'(?:W/)?"?(\d{1,9})"?', header)
         if not match:
-            raise ApiError(422, "invalid_input", "If-Match must be a revision number")
+            raise InvalidInput("If-Match must be a revision number")
         return int(match.group(1))
     value = body.get("expected_revision")
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ApiError(422, "invalid_input", "expected_revision must be a non-negative integer")
+        raise InvalidInput("expected_revision must be a non-negative integer")
     return value
 
 
@@ -143,7 +152,7 @@ def list_tools(request: HttpRequest, query: Query[ToolsQuery]) -> dict[str, Any]
     wanted = [name.strip() for name in (query.dialects or "").split(",") if name.strip()] or list(known)
     unknown = [name for name in wanted if name not in known]
     if unknown:
-        raise ApiError(422, "invalid_input", f"Unknown dialect(s): {', '.join(unknown)}. Known: {', '.join(known)}")
+        raise InvalidInput(f"Unknown dialect(s): {', '.join(unknown)}. Known: {', '.join(known)}")
     tools = []
     for name in wanted:
         for definition in known[name].definitions():

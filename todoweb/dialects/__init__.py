@@ -1,4 +1,5 @@
-"""The dialect registry: every module of this package but `base` is one tool format.
+"""The dialect registry: every module of this package but `base` and the private
+helpers (`_*.py`) is one tool format.
 
 Adding a dialect is adding one module (see `base` for its interface) and its tests.
 """
@@ -11,14 +12,14 @@ from functools import cache
 from types import ModuleType
 from typing import Any
 
-from .base import InvalidInput
+from ..errors import InvalidInput, UnknownTool
 
 
 @cache
 def dialects() -> dict[str, ModuleType]:
     found = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name == "base":
+        if info.name == "base" or info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         found[module.NAME] = module
@@ -32,12 +33,6 @@ def tool_names() -> dict[str, tuple[ModuleType, ...]]:
         for tool in module.TOOLS:
             by_tool.setdefault(tool, []).append(module)
     return {tool: tuple(modules) for tool, modules in by_tool.items()}
-
-
-class UnknownTool(Exception):
-    def __init__(self, tool: str):
-        super().__init__(f"Tool '{tool}' not found")
-        self.tool = tool
 
 
 def resolve(tool: str, args: Any) -> ModuleType:

@@ -1,4 +1,4 @@
-"""What every dialect module shares: canonical items, outcomes, errors, definitions.
+"""What every dialect module shares: outcomes, definitions, and JavaScript-ish helpers.
 
 A dialect is one agent tool format, in one module of this package, exposing:
 
@@ -10,8 +10,9 @@ A dialect is one agent tool format, in one module of this package, exposing:
     def definitions() -> list[ToolDefinition]
 
 `call` validates the input exactly as the real tool does, raising `InvalidInput`
-with the tool's own wording for the first problem, and otherwise returns the whole
-resulting list (or None for a read) and the reply text in the tool's own words.
+(`InvalidJson` for text it cannot read) in the tool's own words, and otherwise
+returns the whole resulting list of `Item`s (or None for a read) and the reply text
+in the tool's own words.
 `current` is the session's list before the call, so incremental tools can patch it;
 `next_id` is the lowest number the session never used as a step id, so ids a tool
 hands out (like Claude Code's tasks) are never handed out twice.
@@ -26,36 +27,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-STATUSES = ("pending", "in_progress", "completed", "failed", "blocked", "cancelled")
-FINISHED = frozenset({"completed", "cancelled"})
+from ..steps import Item, Warning
 
 # Sentinel for `args` when the arguments text of a call is not valid JSON.
 UNPARSED: Any = type("Unparsed", (), {"__repr__": lambda self: "UNPARSED"})()
 
 DESCRIPTIONS_DIR = Path(__file__).resolve().parent.parent / "descriptions"
-
-
-@dataclass
-class Item:
-    """One step in canonical form, as a dialect reads or writes it."""
-
-    content: str
-    status: str
-    id: str | None = None
-    active_form: str | None = None
-    notes: str | None = None
-    priority: str | None = None
-    owner: str | None = None
-    blocked_by: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Warning:
-    code: str
-    message: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
 
 
 @dataclass
@@ -68,14 +45,15 @@ class Outcome:
     removed: list[str] = field(default_factory=list)  # ids deleted on purpose: not "dropped"
 
 
-class InvalidInput(Exception):
-    """The call breaks the tool's rules; nothing is written."""
+# A call can break a rule once per item: the answer names the first few and counts the rest.
+MAX_REPORTED_ERRORS = 20
 
-    def __init__(self, message: str, *, code: str = "invalid_input", details: dict[str, Any] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.code = code
-        self.details = details or {}
+
+def first_errors(errors: list[str]) -> list[str]:
+    """At most MAX_REPORTED_ERRORS of a call's errors, then a line counting the others."""
+    if len(errors) <= MAX_REPORTED_ERRORS:
+        return errors
+    return [*errors[:MAX_REPORTED_ERRORS], f"… and {len(errors) - MAX_REPORTED_ERRORS} more"]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import InvalidInput, Item, Outcome, ToolDefinition, compact_json, describe, js_string
+from ..errors import InvalidInput
+from ..steps import Item
+from .base import Outcome, ToolDefinition, compact_json, describe, js_string
 
 NAME = "claude"
 TOOLS = ("TodoWrite", "TodoRead")

@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .base import InvalidInput, Item, Outcome, ToolDefinition, describe, json_type, next_number
+from ..errors import InvalidInput
+from ..steps import Item
+from .base import Outcome, ToolDefinition, describe, first_errors, json_type, next_number
 
 NAME = "claude-tasks"
 TOOLS = ("TaskCreate", "TaskUpdate", "TaskGet", "TaskList")
@@ -86,7 +88,11 @@ def check(tool: str, args: Any) -> dict[str, Any]:
 
 def invalid(tool: str, issues: list[str]) -> InvalidInput:
     noun = "issue" if len(issues) == 1 else "issues"
-    return InvalidInput(f"{tool} failed due to the following {noun}:\n" + "\n".join(issues), details={"issues": issues})
+    reported = first_errors(issues)
+    return InvalidInput(
+        f"{tool} failed due to the following {noun}:\n" + "\n".join(reported),
+        details={"issues": reported, "count": len(issues)},
+    )
 
 
 def find(current: list[Item], task_id: str) -> int:
@@ -134,14 +140,17 @@ def update(args: dict[str, Any], current: list[Item], index: int) -> Outcome:
             updated.append(parameter)
     if "metadata" in args:
         updated.append("metadata")
-    for other in args.get("addBlocks", []):
+    # Sets and an index by id: the cost stays linear in the lists' lengths.
+    position = {item.id: i for i, item in enumerate(items)}
+    for other in dict.fromkeys(args.get("addBlocks", [])):
         # A task that is not on the list cannot be marked; Claude Code skips it too.
-        target = next((i for i, item in enumerate(items) if item.id == other and i != index), None)
-        if target is not None and task_id not in items[target].blocked_by:
+        target = position.get(other)
+        if target is not None and target != index and task_id not in items[target].blocked_by:
             items[target] = replace(items[target], blocked_by=[*items[target].blocked_by, task_id])
             if "blocks" not in updated:
                 updated.append("blocks")
-    new_blockers = [b for b in dict.fromkeys(args.get("addBlockedBy", [])) if b not in task.blocked_by and b != task_id]
+    known = set(task.blocked_by)
+    new_blockers = [b for b in dict.fromkeys(args.get("addBlockedBy", [])) if b not in known and b != task_id]
     if new_blockers:
         task = replace(task, blocked_by=[*task.blocked_by, *new_blockers])
         updated.append("blockedBy")

@@ -20,7 +20,9 @@ from typing import Any
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import ValidationError
 
-from .base import UNPARSED, InvalidInput, Item, Outcome, ToolDefinition, describe
+from ..errors import InvalidInput, InvalidJson
+from ..steps import Item
+from .base import UNPARSED, Outcome, ToolDefinition, describe
 
 NAME = "gemini"
 TOOLS = ("write_todos",)
@@ -61,7 +63,7 @@ def fits(tool: str, args: Any) -> bool:
 
 def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1) -> Outcome:
     if args is UNPARSED:
-        raise InvalidInput(f"The arguments are not valid JSON: {json_error(raw or '')}", code="invalid_json")
+        raise InvalidJson(f"The arguments are not valid JSON: {json_error(raw or '')}")
     problem = schema_error(args)
     if problem:
         raise InvalidInput(problem)

@@ -20,7 +20,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .base import UNPARSED, InvalidInput, Item, Outcome, ToolDefinition, describe
+from ..errors import InvalidInput, InvalidJson
+from ..steps import Item, Step
+from .base import MAX_REPORTED_ERRORS, UNPARSED, Outcome, ToolDefinition, describe
 
 NAME = "kimi"
 TOOLS = ("SetTodoList",)
@@ -61,9 +63,10 @@ def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, n
     except ValidationError as exc:
         # kosong hands pydantic's own text to the model; the URLs in it name the
         # installed pydantic version (kimi-cli 1.49 ships 2.12).
+        errors = exc.errors(include_url=False, include_input=False)
         raise InvalidInput(
-            f"Error validating JSON arguments: {exc}",
-            details={"errors": [error_detail(e) for e in exc.errors(include_url=False, include_input=False)]},
+            f"Error validating JSON arguments: {validation_text(exc)}",
+            details={"errors": [error_detail(e) for e in errors[:MAX_REPORTED_ERRORS]], "count": len(errors)},
         ) from None
     if params.todos is None:
         return Outcome(native=read_reply(current))
@@ -72,33 +75,30 @@ def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, n
 
 
 def parse_arguments(raw: str) -> Any:
-    """The arguments text as kosong reads it: empty means `{}`; control characters are allowed in strings."""
+    """The arguments text as kosong reads it, with Python's json: empty means `{}`,
+    control characters are allowed in strings, and `1e400` is a float (infinity).
+    What is stored of it is the text itself; the write path checks the steps."""
     try:
-        value = json.loads(raw or "{}", strict=False)
+        return json.loads(raw or "{}", strict=False)
     except (ValueError, RecursionError) as exc:
-        raise InvalidInput(f"Error parsing JSON arguments: {exc}", code="invalid_json") from None
-    refuse_unstorable(value)
-    return value
+        raise InvalidJson(f"Error parsing JSON arguments: {exc}") from None
 
 
-def refuse_unstorable(value: Any) -> None:
-    """The envelope's own check (jsonio.check_text) never saw this text: refuse what no database stores."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            # `strict=False` lets a raw NUL through, and JSON escapes can spell lone surrogates.
-            if "\x00" in item:
-                raise InvalidInput("Text may not contain the NUL character (\\u0000)")
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidInput("Text contains invalid Unicode (a lone surrogate)") from None
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+def validation_text(exc: ValidationError) -> str:
+    """pydantic's own text, cut after MAX_REPORTED_ERRORS errors (a list of a thousand
+    bad items would otherwise make a message of megabytes)."""
+    header, *lines = str(exc).split("\n")
+    # Each error is a block: its location unindented, then its indented message lines.
+    blocks: list[list[str]] = []
+    for line in lines:
+        if line.startswith(" ") and blocks:
+            blocks[-1].append(line)
+        else:
+            blocks.append([line])
+    kept = [line for block in blocks[:MAX_REPORTED_ERRORS] for line in block]
+    if len(blocks) > MAX_REPORTED_ERRORS:
+        kept.append(f"… and {len(blocks) - MAX_REPORTED_ERRORS} more errors")
+    return "\n".join([header, *kept])
 
 
 def error_detail(error: Any) -> dict[str, Any]:
@@ -111,6 +111,13 @@ def read_reply(current: list[Item]) -> str:
     lines = ["Current todo list:"]
     lines += [f"- [{TO_KIMI.get(item.status, item.status)}] {item.content}" for item in current]
     return "\n".join(lines)
+
+
+def display_block(todos: list[Step]) -> dict[str, Any]:
+    """Kimi's TodoDisplayBlock, in Kimi's own status words: todoweb's data carries it
+    (`display`), so a front end built for Kimi renders todoweb's data unchanged."""
+    items = [{"title": step["content"], "status": TO_KIMI.get(step["status"], step["status"])} for step in todos]
+    return {"type": "todo", "items": items}
 
 
 def inline_refs(schema: Any, defs: dict[str, Any]) -> Any:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import InvalidInput, Item, Outcome, ToolDefinition, describe
+from ..errors import InvalidInput
+from ..steps import Item
+from .base import Outcome, ToolDefinition, describe
 
 NAME = "learn"
 TOOLS = ("todo",)

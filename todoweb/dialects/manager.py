@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..render import MARKERS
-from .base import InvalidInput, Item, Outcome, ToolDefinition, describe, js_string, next_number
+from ..errors import InvalidInput
+from ..steps import MARKERS, Item
+from .base import Outcome, ToolDefinition, describe, js_string, next_number
 
 NAME = "manager"
 TOOLS = ("create_todos", "update_todo")

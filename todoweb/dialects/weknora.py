@@ -21,7 +21,9 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from .base import InvalidInput, Item, Outcome, ToolDefinition, Warning, describe, json_type
+from ..errors import InvalidInput
+from ..steps import Item, Warning
+from .base import Outcome, ToolDefinition, describe, json_type
 
 NAME = "weknora"
 TOOLS = ("todo_write",)

@@ -9,12 +9,12 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db.models import F
 from django.utils import timezone
 
-from ...models import IdempotencyRecord, Revision, Session
+from ...models import Revision, Session
 
 
 class Command(BaseCommand):
     help = (
-        "Delete archived sessions, revisions and idempotency records older than TODOWEB_RETENTION_DAYS. "
+        "Delete archived sessions and revisions older than TODOWEB_RETENTION_DAYS. "
         "A session's latest revision is always kept: it is the current plan."
     )
 
@@ -26,16 +26,13 @@ class Command(BaseCommand):
         cutoff = timezone.now() - timedelta(days=days)
         sessions = Session.objects.filter(archived_at__lt=cutoff)
         revisions = Revision.objects.filter(created_at__lt=cutoff).exclude(number=F("session__revision"))
-        records = IdempotencyRecord.objects.filter(created_at__lt=cutoff)
         counts = {
             "archived sessions": sessions.count(),
             "revisions": revisions.count(),
-            "idempotency records": records.count(),
         }
         if not dry_run:
             sessions.delete()
             revisions.delete()
-            records.delete()
         verb = "Would delete" if dry_run else "Deleted"
         self.stdout.write(
             f"{verb} " + ", ".join(f"{n} {what}" for what, n in counts.items()) + f" (older than {days} days)."
