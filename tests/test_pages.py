@@ -149,6 +149,15 @@ def test_it_exports_markdown_with_escaped_text(api, member_client):
     assert "<script>" not in text
 
 
+def test_it_keeps_entities_literal_in_the_markdown_export(api, member_client):
+    # A Markdown renderer turns `&lt;` into `<` and strikes `~~through~~`: both escaped.
+    content = "&lt;img src=x onerror=alert(1)&gt; ~~gone~~"
+    api.call("md", "TodoWrite", {"todos": [{"content": content, "status": "pending", "activeForm": "x"}]})
+    session = Session.objects.get(key="md")
+    text = member_client.get(f"/s/{session.public_id}/export.md").content.decode()
+    assert "- [ ] \\&lt;img src=x onerror=alert(1)\\&gt; \\~\\~gone\\~\\~" in text
+
+
 def test_it_shows_dropped_steps_and_warnings(api, member_client):
     api.call("drop", "TodoWrite", plan("in_progress", "pending"))
     api.call("drop", "TodoWrite", {"todos": [{"content": "New", "status": "in_progress", "activeForm": "N"}] * 1})

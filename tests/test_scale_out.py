@@ -13,6 +13,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import channel_layers, get_channel_layer
 
 from tests.conftest import IN_CI
+from todoweb import events
 
 REDIS_TEST_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
 
@@ -100,3 +101,24 @@ def test_it_publishes_nothing_for_a_rejected_call(api, django_capture_on_commit_
     with django_capture_on_commit_callbacks() as callbacks:
         api.call("s1", "TodoWrite", {"todos": [{"content": ""}]})
     assert callbacks == []
+
+
+def test_it_keeps_two_deployments_on_one_redis_server_apart(redis_layer):
+    """Redis pub/sub ignores the database number: the channel prefix keeps them apart."""
+    from channels_redis.pubsub import RedisPubSubChannelLayer
+
+    ours = RedisPubSubChannelLayer(hosts=[REDIS_TEST_URL], prefix="todoweb.deployment-a")
+    theirs = RedisPubSubChannelLayer(hosts=[REDIS_TEST_URL], prefix="todoweb.deployment-b")
+
+    async def scenario() -> dict:
+        channel = await ours.new_channel()
+        await ours.group_add(events.STAFF_GROUP, channel)
+        await theirs.group_send(events.STAFF_GROUP, {"type": "session.summary", "from": "theirs"})
+        # Published after theirs on the same server, so it arrives after theirs would.
+        await ours.group_send(events.STAFF_GROUP, {"type": "session.summary", "from": "ours"})
+        message = await asyncio.wait_for(ours.receive(channel), timeout=5)
+        await ours.flush()
+        await theirs.flush()
+        return message
+
+    assert async_to_sync(scenario)()["from"] == "ours"

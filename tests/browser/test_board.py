@@ -160,6 +160,26 @@ def test_it_shows_hostile_strings_as_text(shot, page_for, agent, member):
     shot(page, "panel-hostile")
 
 
+AGENT_TEXT = [".content", ".active-form", "#title", ".key", ".card-title", ".current-text", ".warnings li"]
+
+
+def test_it_isolates_agent_text_from_a_direction_override(page_for, agent, member):
+    """U+202E in agent text reverses what follows it unless the text is isolated."""
+    override = "evil\u202eexe.txt"
+    agent.todo_write("rtl", [{"content": override, "status": "in_progress", "activeForm": override}])
+    for path in [f"/s/{public_id('rtl')}/", "/"]:
+        page = page_for(member)
+        page.goto(path)
+        wait_live(page)
+        isolated = page.evaluate(
+            """(selectors) => [...document.querySelectorAll(selectors.join(","))]
+                 .filter((node) => node.textContent.includes("\u202e"))
+                 .map((node) => getComputedStyle(node).unicodeBidi)""",
+            AGENT_TEXT,
+        )
+        assert isolated and set(isolated) <= {"isolate", "isolate-override", "plaintext"}, (path, isolated)
+
+
 def test_it_replays_an_earlier_revision_on_the_timeline(shot, page_for, agent, member):
     agent.todo_write("history", [("First", "in_progress"), ("Second", "pending")])
     agent.todo_write("history", [("First", "completed"), ("Second", "in_progress")])

@@ -1,0 +1,61 @@
+"""What an operator relies on: the app refuses the repository's secret key, and two
+deployments sharing one Redis server keep their events apart."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from todoweb.settings import default_channel_prefix
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(code: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG", "TODOWEB_CHANNEL_PREFIX")}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=clean | {"DJANGO_SETTINGS_MODULE": "todoweb.settings"} | env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_it_refuses_to_serve_with_the_repositorys_key():
+    result = run("import todoweb.asgi")
+    assert result.returncode != 0
+    assert "SECRET_KEY is not set" in result.stderr
+
+
+def test_it_serves_with_a_key_of_its_own_or_in_debug():
+    assert run("import todoweb.asgi", SECRET_KEY="a-long-random-key-" * 3).returncode == 0
+    assert run("import todoweb.asgi", DEBUG="1").returncode == 0
+
+
+def test_check_deploy_warns_about_the_repositorys_key():
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy"],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "SECRET_KEY"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "security.W009" in result.stdout + result.stderr
+
+
+def test_it_derives_a_channel_prefix_unique_to_the_database():
+    a = default_channel_prefix({"ENGINE": "postgresql", "HOST": "db", "PORT": 5432, "NAME": "team_a"})
+    b = default_channel_prefix({"ENGINE": "postgresql", "HOST": "db", "PORT": 5432, "NAME": "team_b"})
+    assert a != b and a.startswith("todoweb.")
+    assert a == default_channel_prefix({"ENGINE": "postgresql", "HOST": "db", "PORT": 5432, "NAME": "team_a"})
+
+
+def test_it_takes_the_channel_prefix_from_the_environment():
+    code = "import django; django.setup(); from django.conf import settings; print(settings.TODOWEB_CHANNEL_PREFIX)"
+    assert run(code, TODOWEB_CHANNEL_PREFIX="team-a").stdout.strip() == "team-a"
+    assert run(code).stdout.strip().startswith("todoweb.")
