@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from todoweb import events
+from todoweb import events, live
 from todoweb.asgi import application
 from todoweb.models import Project, Session, ShareLink
 from todoweb.sharing import share_create, share_revoke_all
@@ -121,13 +121,11 @@ async def test_it_sends_one_snapshot_per_revision_with_its_changes(api, member, 
 async def test_it_never_sends_an_older_revision(api, member, session):
     ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
     current = await ws.receive_json_from(TIMEOUT)
-    stale = current | {"revision": 0}
-    await get_channel_layer().group_send(
-        events.session_group(session.public_id), {"type": "session.snapshot", "event": stale}
-    )
-    await get_channel_layer().group_send(
-        events.session_group(session.public_id), {"type": "session.snapshot", "event": current}
-    )
+    group = events.session_group(session.public_id)
+    for revision in (0, current["revision"]):
+        snapshot = events.snapshot_event(current | {"revision": revision})
+        for message in events.frames(snapshot, group):
+            await get_channel_layer().group_send(group, message)
     assert await ws.receive_nothing(0.1)
     await ws.disconnect()
 
@@ -345,3 +343,25 @@ async def test_it_drops_an_archived_session_from_the_dashboard(api, member, sess
     event = await ws.receive_json_from(TIMEOUT)
     assert event == {"type": "session.archived", "session": session.public_id}
     await ws.disconnect()
+
+
+# --- frames lost on the way -------------------------------------------------
+
+
+async def test_it_catches_up_on_frames_the_channel_layer_lost(api, member, session, monkeypatch):
+    monkeypatch.setattr(live, "RECONCILE_EVERY", 0.05)
+    panel, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    dashboard, _, _ = await connect("/ws/dashboard/", user=member)
+    await panel.receive_json_from(TIMEOUT)
+    await dashboard.receive_json_from(TIMEOUT)
+    # The layer is down: every frame of the next writes is lost.
+    monkeypatch.setattr(events, "send", lambda messages: None)
+    await write(api, "run-1", plan("completed", "in_progress"))
+    await write(api, "run-1", plan("completed", "completed"))
+    snapshot = await panel.receive_json_from(TIMEOUT)
+    assert (snapshot["type"], snapshot["revision"], snapshot["progress"]) == ("session.snapshot", 3, 1.0)
+    summary = await dashboard.receive_json_from(TIMEOUT)
+    assert (summary["type"], summary["session"]["revision"]) == ("session.summary", 3)
+    assert await panel.receive_nothing(0.2)  # sent once, not on every check
+    await panel.disconnect()
+    await dashboard.disconnect()

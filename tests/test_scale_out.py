@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -61,7 +62,8 @@ def receive_after(layer, group: str, action) -> dict:
 def test_it_delivers_an_event_sent_by_another_process(redis_layer):
     code = (
         "import django; django.setup(); from todoweb import events; "
-        "events.send('session-crossproc', events.SessionState(session='crossproc', revision=7, state='idle', title='t'))"
+        "events.send(events.frames(events.SessionState(session='crossproc', revision=7, state='idle', title='t'), "
+        "'session-crossproc'))"
     )
     env = os.environ | {"REDIS_URL": REDIS_TEST_URL, "DJANGO_SETTINGS_MODULE": "todoweb.settings"}
     message = receive_after(
@@ -69,8 +71,8 @@ def test_it_delivers_an_event_sent_by_another_process(redis_layer):
         "session-crossproc",
         lambda: subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60),
     )
-    assert message["type"] == "session.state"
-    assert message["event"] == {
+    assert (message["type"], message["kind"], message["revision"]) == (events.FRAME, "session.state", 7)
+    assert json.loads(message["text"]) == {
         "type": "session.state",
         "session": "crossproc",
         "revision": 7,
@@ -91,7 +93,7 @@ def test_it_publishes_a_write_after_commit_through_redis(redis_layer, api, djang
             api.call("warmup", "TodoWrite", {"todos": todos})
         assert len(callbacks) == 1
 
-    event = receive_after(redis_layer, f"session-{public_id}", write)["event"]
+    event = json.loads(receive_after(redis_layer, f"session-{public_id}", write)["text"])
     assert event["type"] == "session.snapshot"
     assert event["revision"] == 2
     assert event["todos"][0]["content"] == "scale out"

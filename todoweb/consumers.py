@@ -1,26 +1,27 @@
 """Websocket consumers: one session's panel and the dashboard (SPEC §8).
 
-Both send the current state right after `accept()`, then forward the events that
-`todoweb.events` publishes after each commit. Every session event is a full
-snapshot, so a consumer only ever forwards a revision newer than the last one it
-sent: a write that commits between joining the group and reading the snapshot
-arrives twice and is sent once.
+Both watch their groups through the process's hub (todoweb.live) before reading the
+current state, send that state right after `accept()`, then forward frames. Each
+socket keeps only the newest frame it has not sent (latest wins) and sends from one
+task: a slow socket skips revisions, never queues them, and never slows another
+socket or a writer. Revisions only go forward: a frame older than what the socket
+showed is dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
 
-from . import events
+from . import events, live
 from .selectors import current_data, dashboard_summaries, visible_projects
 from .sharing import session_for_viewer
 
@@ -28,86 +29,79 @@ from .sharing import session_for_viewer
 FORBIDDEN = 4403
 SHARE_ENDED = 4410
 
-# Messages whose handlers never touch the ORM. Channels 4 closes stale database
-# connections (a thread hop) before every message; for these it is pure cost
-# (PERFORMANCE.md: 154 -> 72 us per delivered message). connect still goes through
-# it, and its queries run in database_sync_to_async, which manages connections.
-ORM_FREE = frozenset(
-    {
-        "websocket.receive",
-        "websocket.disconnect",
-        "session.snapshot",
-        "session.state",
-        "session.summary",
-        "share.revoked",
-        "session.archived",
-    }
-)
-
 
 def parse_time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
 
 
-def seconds_until_idle(info: dict[str, Any], now: datetime) -> float | None:
-    """When an active session turns idle (no write for TODOWEB_IDLE_AFTER), from now."""
-    if info.get("state") != "active":
+def idle_at(state: str, updated_at: str | None) -> datetime | None:
+    """When an active session turns idle (no write for TODOWEB_IDLE_AFTER)."""
+    moment = parse_time(updated_at)
+    if state != "active" or moment is None:
         return None
-    updated_at = parse_time(info.get("updated_at"))
-    if updated_at is None:
-        return None
-    return max(0.0, settings.TODOWEB_IDLE_AFTER - (now - updated_at).total_seconds())
+    return moment + timedelta(seconds=settings.TODOWEB_IDLE_AFTER)
 
 
-class LiveConsumer(AsyncJsonWebsocketConsumer):
-    """What both consumers share: groups, timers, and the fast path for events."""
+class LiveConsumer(AsyncWebsocketConsumer):
+    """What both consumers share: the hub, the sending task, timers, pings."""
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        if message["type"] in ORM_FREE:
-            handler = getattr(self, message["type"].replace(".", "_"), None)
-            if handler is not None:
-                await handler(message)
-                return
-        await super().dispatch(message)
+    # Frames come from the hub, not from a channel of this socket's own: an alias
+    # that names no layer gives the socket none.
+    channel_layer_alias = "todoweb.live.hub"
 
-    async def join(self, *groups: str) -> None:
-        self.joined = getattr(self, "joined", []) + list(groups)
+    async def websocket_connect(self, message: dict[str, Any]) -> None:
+        self.groups_watched: list[str] = []
+        self.wake = asyncio.Event()
+        self.sender: asyncio.Task | None = None
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+        await super().websocket_connect(message)
+
+    async def watch(self, *groups: str) -> None:
         for group in groups:
-            await self.channel_layer.group_add(group, self.channel_name)
+            await live.hub().watch(group, self)
+            self.groups_watched.append(group)
 
-    def start_timer(self, name: str, delay: float, callback) -> None:
-        timers = self.__dict__.setdefault("timers", {})
-        old = timers.pop(name, None)
+    def start_sending(self) -> None:
+        self.sender = asyncio.ensure_future(self.send_forever())
+
+    async def send_forever(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            await self.send_pending()
+
+    async def send_pending(self) -> None:
+        raise NotImplementedError
+
+    def offer(self, message: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def set_timer(self, name: str, when: datetime | None, callback) -> None:
+        """Call `callback` (synchronously, on the loop) at `when`; None cancels."""
+        old = self.timers.pop(name, None)
         if old is not None:
             old.cancel()
-
-        async def fire() -> None:
-            await asyncio.sleep(delay)
-            await callback()
-
-        timers[name] = asyncio.ensure_future(fire())
-
-    def stop_timer(self, name: str) -> None:
-        task = self.__dict__.get("timers", {}).pop(name, None)
-        if task is not None:
-            task.cancel()
+        if when is not None:
+            loop = asyncio.get_running_loop()
+            delay = max(0.0, (when - timezone.now()).total_seconds())
+            self.timers[name] = loop.call_at(loop.time() + delay, callback)
 
     async def disconnect(self, code: int) -> None:
-        for task in self.__dict__.get("timers", {}).values():
-            task.cancel()
-        for group in getattr(self, "joined", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
+        if self.sender is not None:
+            self.sender.cancel()
+        for timer in self.timers.values():
+            timer.cancel()
+        for group in self.groups_watched:
+            live.hub().unwatch(group, self)
 
-    async def receive_json(self, content: Any, **kwargs) -> None:
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # Read-only sockets: a page may send a ping; anything else is ignored.
-        if isinstance(content, dict) and content.get("type") == "ping":
-            await self.send_json({"type": "pong"})
-
-    async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
         try:
-            await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
-        except (ValueError, TypeError):
-            pass  # not JSON: ignore rather than drop the socket
+            content = json.loads(text_data or "")
+        except ValueError:
+            return
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send(text_data='{"type": "pong"}')
 
 
 class SessionConsumer(LiveConsumer):
@@ -115,89 +109,87 @@ class SessionConsumer(LiveConsumer):
 
     async def connect(self) -> None:
         self.public_id: str = self.scope["url_route"]["kwargs"]["public_id"]
-        self.share_link_id = None
-        self.revision = -1
+        self.share_link_id: int | None = None
+        self.sent = -1  # the revision this socket shows
         self.state = ""
         self.title = ""
         self.updated_at: str | None = None
-        # Join before checking access and reading: a revision, or a revocation of
-        # the share link, committed in between still reaches this socket.
-        await self.join(events.session_group(self.public_id))
+        self.next_snapshot: dict[str, Any] | None = None
+        self.next_state: dict[str, Any] | None = None
+        # Watch before reading: a revision, or a revocation of the share link,
+        # committed in between still reaches this socket.
+        await self.watch(events.session_group(self.public_id))
         share = parse_qs(self.scope.get("query_string", b"").decode()).get("share", [None])[0]
-        access = await database_sync_to_async(session_for_viewer)(
-            user=self.scope.get("user"), public_id=self.public_id, share=share
-        )
-        if access is None:
+        found = await database_sync_to_async(viewer_snapshot)(self.scope.get("user"), self.public_id, share)
+        if found is None:
             await self.close(code=FORBIDDEN)
             return
-        session, link = access
+        snapshot, link = found
         self.share_link_id = link.pk if link else None
-        data = await database_sync_to_async(current_data)(session)
         await self.accept()
-        await self.send_snapshot(data)
+        await self.show(snapshot.model_dump_json(), snapshot.route())
+        live.hub().saw(self.public_id, snapshot.revision)
         if link is not None:
-            remaining = (link.expires_at - timezone.now()).total_seconds()
-            self.start_timer("expiry", max(0.0, remaining), self.end_share)
+            self.set_timer("expiry", link.expires_at, self.end_share_soon)
+        self.start_sending()
 
-    async def send_snapshot(self, event: dict[str, Any], text: str | None = None) -> None:
-        """Send a snapshot unless this socket already showed that revision or a newer one.
-
-        `text` is the event as published, serialised once for every watcher."""
-        if event["revision"] <= self.revision:
+    def offer(self, message: dict[str, Any]) -> None:
+        kind = message["kind"]
+        if kind == "session.snapshot":
+            newest = self.next_snapshot["revision"] if self.next_snapshot else self.sent
+            if message["revision"] > newest:
+                self.next_snapshot = message
+        elif kind == "session.state":
+            self.next_state = message
+        elif kind == "share.revoked":
+            links = message.get("links")
+            if self.share_link_id is not None and (links is None or self.share_link_id in links):
+                self.end_share_soon()
             return
-        self.revision = event["revision"]
-        info = event["session"]
-        self.state = info["state"]
-        self.title = info["title"]
-        self.updated_at = info["updated_at"]
-        if text is None:
-            text = events.snapshot_event(event).model_dump_json()
+        self.wake.set()
+
+    async def send_pending(self) -> None:
+        snapshot, self.next_snapshot = self.next_snapshot, None
+        if snapshot is not None and snapshot["revision"] > self.sent:
+            await self.show(snapshot["text"], snapshot)
+        state, self.next_state = self.next_state, None
+        # A state event older than the revision shown is already in that snapshot.
+        if state is not None and state["revision"] >= self.sent:
+            await self.send(text_data=state["text"])
+            self.state, self.title = state["state"], state["title"]
+            self.watch_idle()
+
+    async def show(self, text: str, route: dict[str, Any]) -> None:
         await self.send(text_data=text)
+        self.sent = route["revision"]
+        self.state, self.title, self.updated_at = route["state"], route["title"], route["updated_at"]
         self.watch_idle()
 
     def watch_idle(self) -> None:
-        delay = seconds_until_idle({"state": self.state, "updated_at": self.updated_at}, timezone.now())
-        if delay is None:
-            self.stop_timer("idle")
-        else:
-            self.start_timer("idle", delay, self.turn_idle)
+        self.set_timer("idle", idle_at(self.state, self.updated_at), self.turn_idle)
 
-    async def turn_idle(self) -> None:
-        # No write arrived in time (a write would have restarted the timer).
-        self.state = "idle"
-        event = events.SessionState(session=self.public_id, revision=self.revision, state="idle", title=self.title)
-        await self.send_json(event.model_dump(mode="json"))
+    def turn_idle(self) -> None:
+        # No write came in time (a write would have moved the timer).
+        event = events.SessionState(session=self.public_id, revision=self.sent, state="idle", title=self.title)
+        self.offer(events.frames(event, events.session_group(self.public_id))[0])
 
-    async def session_snapshot(self, message: dict[str, Any]) -> None:
-        await self.send_snapshot(message["event"], message.get("text"))
-
-    async def session_state(self, message: dict[str, Any]) -> None:
-        event = message["event"]
-        if event["revision"] < self.revision:
-            return
-        self.state = event["state"]
-        self.title = event["title"]
-        await self.send(text_data=message.get("text") or json.dumps(event))
-        self.watch_idle()
-
-    async def share_revoked(self, message: dict[str, Any]) -> None:
-        links = message["event"].get("links")
-        if self.share_link_id is not None and (links is None or self.share_link_id in links):
-            await self.end_share()
+    def end_share_soon(self) -> None:
+        asyncio.ensure_future(self.end_share())
 
     async def end_share(self) -> None:
-        await self.send_json({"type": "share.ended", "session": self.public_id})
+        if self.sender is not None:
+            self.sender.cancel()
+        await self.send(text_data=json.dumps({"type": "share.ended", "session": self.public_id}))
         await self.close(code=SHARE_ENDED)
 
 
-def dashboard_sessions(user) -> tuple[list[dict[str, Any]], list[str]]:
-    """The summaries a user may see (newest activity first) and the groups to join."""
-    summaries = dashboard_summaries(user)
-    if user.is_staff:
-        groups = [events.STAFF_GROUP]
-    else:
-        groups = [events.dashboard_group(pk) for pk in visible_projects(user).values_list("pk", flat=True)]
-    return summaries, groups
+def viewer_snapshot(user, public_id: str, share: str | None) -> tuple[events.SessionSnapshot, Any] | None:
+    """What a socket shows first, if its viewer may watch (one trip to the database thread)."""
+    access = session_for_viewer(user=user, public_id=public_id, share=share)
+    if access is None:
+        return None
+    session, link = access
+    return events.snapshot_event(current_data(session)), link
 
 
 class DashboardConsumer(LiveConsumer):
@@ -208,44 +200,60 @@ class DashboardConsumer(LiveConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=FORBIDDEN)
             return
-        self.summaries: dict[str, dict[str, Any]] = {}
-        # Projects are read before joining; a write in between only means the
-        # snapshot is already newer than the event, which the page ignores.
-        summaries, groups = await database_sync_to_async(dashboard_sessions)(user)
-        await self.join(*groups)
+        # Per session: the newest summary sent (its route, and its text or dict).
+        self.known: dict[str, dict[str, Any]] = {}
+        self.pending: dict[str, dict[str, Any]] = {}
+        self.idle_deadline: datetime | None = None
+        await self.watch(*await database_sync_to_async(dashboard_groups)(user))
+        summaries = await database_sync_to_async(dashboard_summaries)(user)
         await self.accept()
         for summary in summaries:
-            self.summaries[summary["id"]] = summary
-        await self.send_json(events.DashboardSnapshot(sessions=summaries).model_dump(mode="json"))
+            self.known[summary["id"]] = {"summary": summary} | events.SessionSummary(session=summary).route()
+            live.hub().saw(summary["id"], summary["revision"])
+        await self.send(text_data=events.DashboardSnapshot(sessions=summaries).model_dump_json())
         self.watch_idle()
+        self.start_sending()
 
-    async def session_summary(self, message: dict[str, Any]) -> None:
-        summary = message["event"]["session"]
-        known = self.summaries.get(summary["id"])
-        if known is not None and known["revision"] > summary["revision"]:
-            return
-        self.summaries[summary["id"]] = summary
-        await self.send(text_data=message.get("text") or events.SessionSummary(session=summary).model_dump_json())
-        self.watch_idle()
+    def offer(self, message: dict[str, Any]) -> None:
+        session = message["session"]
+        if message["kind"] == "session.summary":
+            newest = self.pending.get(session) or self.known.get(session)
+            if newest is not None and newest.get("revision", -1) > message["revision"]:
+                return
+        self.pending[session] = message
+        self.wake.set()
 
-    async def session_archived(self, message: dict[str, Any]) -> None:
-        self.summaries.pop(message["event"]["session"], None)
-        await self.send(text_data=message["text"])
-        self.watch_idle()
+    async def send_pending(self) -> None:
+        while self.pending:
+            session, message = next(iter(self.pending.items()))
+            del self.pending[session]
+            await self.send(text_data=message["text"])
+            if message["kind"] == "session.archived":
+                self.known.pop(session, None)
+            else:
+                self.known[session] = message
+                deadline = idle_at(message["state"], message["updated_at"])
+                if deadline is not None and (self.idle_deadline is None or deadline < self.idle_deadline):
+                    self.watch_idle()
 
     def watch_idle(self) -> None:
-        now = timezone.now()
-        delays = [d for s in self.summaries.values() if (d := seconds_until_idle(s, now)) is not None]
-        if delays:
-            self.start_timer("idle", min(delays), self.turn_idle)
-        else:
-            self.stop_timer("idle")
+        deadlines = [d for info in self.known.values() if (d := idle_at(info["state"], info["updated_at"]))]
+        self.idle_deadline = min(deadlines, default=None)
+        self.set_timer("idle", self.idle_deadline, self.turn_idle)
 
-    async def turn_idle(self) -> None:
+    def turn_idle(self) -> None:
         now = timezone.now()
-        for summary in list(self.summaries.values()):
-            if seconds_until_idle(summary, now) == 0.0:
-                summary = summary | {"state": "idle"}
-                self.summaries[summary["id"]] = summary
-                await self.send_json(events.SessionSummary(session=summary).model_dump(mode="json"))
+        for session, info in list(self.known.items()):
+            deadline = idle_at(info["state"], info["updated_at"])
+            if deadline is not None and deadline <= now:
+                summary = info.get("summary") or json.loads(info["text"])["session"]
+                idle = events.SessionSummary(session=summary | {"state": "idle"})
+                self.known[session] = {"summary": idle.session} | idle.route()
+                self.offer(events.frames(idle, events.STAFF_GROUP)[0])
         self.watch_idle()
+
+
+def dashboard_groups(user) -> list[str]:
+    if user.is_staff:
+        return [events.STAFF_GROUP]
+    return [events.dashboard_group(pk) for pk in visible_projects(user).values_list("pk", flat=True)]

@@ -1,7 +1,12 @@
 """Live events: typed payloads, their group names, and publishing after commit.
 
-Every event carries a full snapshot, so a client that missed one loses nothing by
-rendering the newest; revisions only go forward.
+Every event is serialised once, where it is published, into a *frame*: the text to
+send to browsers plus the few fields that route it (session, revision, state). A
+frame crosses processes through the channel layer once per process and is handed to
+every socket as the same text (todoweb.live); nobody downstream parses it again.
+
+Every session event carries a full snapshot, so a watcher that missed one loses
+nothing by showing the newest; revisions only go forward.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from django.db import transaction
 from pydantic import BaseModel, ConfigDict
 
 STAFF_GROUP = "dashboard-all"
+# The channel-layer message type of a frame (todoweb.live's hub receives it).
+FRAME = "live.frame"
 
 
 def session_group(public_id: str) -> str:
@@ -26,6 +33,10 @@ def dashboard_group(project_id: int) -> str:
 
 class Event(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    def route(self) -> dict[str, Any]:
+        """What a consumer needs to decide on the frame without parsing its text."""
+        raise NotImplementedError
 
 
 class SessionSnapshot(Event):
@@ -41,18 +52,42 @@ class SessionSnapshot(Event):
     warnings: list[dict[str, Any]]
     display: dict[str, Any]
 
+    def route(self) -> dict[str, Any]:
+        info = self.session
+        return {
+            "session": info["id"],
+            "revision": self.revision,
+            "state": info["state"],
+            "title": info["title"],
+            "updated_at": info["updated_at"],
+        }
+
 
 class SessionState(Event):
+    """Only the derived state (idle, closed) or the title moved."""
+
     type: Literal["session.state"] = "session.state"
     session: str  # the opaque id
     revision: int
     state: str
     title: str
 
+    def route(self) -> dict[str, Any]:
+        return {"session": self.session, "revision": self.revision, "state": self.state, "title": self.title}
+
 
 class SessionSummary(Event):
     type: Literal["session.summary"] = "session.summary"
     session: dict[str, Any]
+
+    def route(self) -> dict[str, Any]:
+        info = self.session
+        return {
+            "session": info["id"],
+            "revision": info["revision"],
+            "state": info["state"],
+            "updated_at": info["updated_at"],
+        }
 
 
 class DashboardSnapshot(Event):
@@ -60,39 +95,14 @@ class DashboardSnapshot(Event):
     sessions: list[dict[str, Any]]
 
 
-def snapshot_event(data: dict[str, Any]) -> SessionSnapshot:
-    return SessionSnapshot(**{k: v for k, v in data.items() if k in SessionSnapshot.model_fields})
-
-
-def send(group: str, event: Event) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    # The consumer handler is named after the type: session.snapshot -> session_snapshot.
-    # `text` is the event serialised once, here, for every watcher in every process.
-    message = {"type": event.type, "event": event.model_dump(mode="json"), "text": event.model_dump_json()}
-    async_to_sync(layer.group_send)(group, message)
-
-
-def publish_on_commit(*, public_id: str, project_id: int, session_event: Event, summary: dict[str, Any]) -> None:
-    """Send to watchers of the session and of the dashboard once the write is durable."""
-
-    def publish() -> None:
-        send(session_group(public_id), session_event)
-        dashboard_event = SessionSummary(session=summary)
-        send(dashboard_group(project_id), dashboard_event)
-        send(STAFF_GROUP, dashboard_event)
-
-    # robust: the write is committed whatever happens to its event; a channel layer
-    # that is down must not turn a stored revision into an error (and a retry).
-    transaction.on_commit(publish, robust=True)
-
-
 class SessionArchived(Event):
     """A session left the board: dashboards drop it, share-link watchers hang up."""
 
     type: Literal["session.archived"] = "session.archived"
     session: str  # the opaque id
+
+    def route(self) -> dict[str, Any]:
+        return {"session": self.session}
 
 
 class ShareRevoked(Event):
@@ -102,17 +112,55 @@ class ShareRevoked(Event):
     session: str  # the opaque id
     links: list[int] | None = None  # the revoked links' ids; None: every link of the session
 
+    def route(self) -> dict[str, Any]:
+        return {"session": self.session, "links": self.links}
+
+
+def snapshot_event(data: dict[str, Any]) -> SessionSnapshot:
+    return SessionSnapshot(**{k: v for k, v in data.items() if k in SessionSnapshot.model_fields})
+
+
+def frames(event: Event, *groups: str) -> list[dict[str, Any]]:
+    """The channel-layer messages for `event`, one per group: serialised once, with its routing fields."""
+    text = event.model_dump_json()
+    route = event.route()
+    return [{"type": FRAME, "group": group, "kind": event.type, "text": text, **route} for group in groups]
+
+
+def send(messages: list[dict[str, Any]]) -> None:
+    """Publish frames to every process (the channel layer)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+
+    async def publish() -> None:
+        for message in messages:
+            await layer.group_send(message["group"], message)
+
+    async_to_sync(publish)()
+
+
+def publish_on_commit(*, public_id: str, project_id: int, session_event: Event, summary: dict[str, Any]) -> None:
+    """Send to watchers of the session and of the dashboard once the write is durable."""
+    send_on_commit(
+        frames(session_event, session_group(public_id))
+        + frames(SessionSummary(session=summary), dashboard_group(project_id), STAFF_GROUP)
+    )
+
 
 def publish_archived(*, public_id: str, project_id: int) -> None:
-    def publish() -> None:
-        event = SessionArchived(session=public_id)
-        send(session_group(public_id), ShareRevoked(session=public_id))
-        send(dashboard_group(project_id), event)
-        send(STAFF_GROUP, event)
-
-    transaction.on_commit(publish, robust=True)
+    send_on_commit(
+        frames(ShareRevoked(session=public_id), session_group(public_id))
+        + frames(SessionArchived(session=public_id), dashboard_group(project_id), STAFF_GROUP)
+    )
 
 
 def publish_share_revoked(*, public_id: str, links: list[int] | None = None) -> None:
-    event = ShareRevoked(session=public_id, links=links)
-    transaction.on_commit(lambda: send(session_group(public_id), event), robust=True)
+    send_on_commit(frames(ShareRevoked(session=public_id, links=links), session_group(public_id)))
+
+
+def send_on_commit(messages: list[dict[str, Any]]) -> None:
+    # robust: the write is committed whatever happens to its events. A channel layer
+    # that is down must not turn a stored revision into an error (and a retry);
+    # watchers catch up from the database (todoweb.live's reconciliation).
+    transaction.on_commit(lambda: send(messages), robust=True)
