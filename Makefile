@@ -22,16 +22,18 @@ run: $(STAMP) .run/secret-key  ## Start todoweb on http://127.0.0.1:8000 (SQLite
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/todoweb
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
-test: $(STAMP)  ## Run every test: on SQLite, then again on PostgreSQL + Redis when they answer
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+test: $(STAMP)  ## Run every test: on SQLite, on PostgreSQL + Redis when they answer, then real server processes
+	$(VENV)/bin/pytest --ignore=tests/system $(PYTEST_ARGS)
 	@if $(PY) scripts/services_up.py $(PG_TEST_URL) $(REDIS_TEST_URL); then \
 		echo "== the same suite on PostgreSQL + Redis =="; \
-		DATABASE_URL=$(PG_TEST_URL) REDIS_URL=$(REDIS_TEST_URL) $(VENV)/bin/pytest $(PYTEST_ARGS); \
+		DATABASE_URL=$(PG_TEST_URL) REDIS_URL=$(REDIS_TEST_URL) $(VENV)/bin/pytest --ignore=tests/system $(PYTEST_ARGS); \
 	elif [ "$$CI" = "true" ]; then \
 		echo "CI=true: PostgreSQL and Redis must be reachable for the scale-out pass"; exit 1; \
 	else \
 		echo "PostgreSQL or Redis not reachable: skipped the scale-out pass (CI runs it)"; \
 	fi
+	@echo "== real server processes: logs, several processes, faults =="
+	PG_TEST_URL=$(PG_TEST_URL) REDIS_TEST_URL=$(REDIS_TEST_URL) $(VENV)/bin/pytest tests/system $(PYTEST_ARGS)
 
 lint: $(STAMP)  ## ruff format --check + ruff check
 	$(VENV)/bin/ruff format --check .

@@ -69,10 +69,10 @@ def check_rate(request: HttpRequest, token: ApiToken) -> None:
         usage = get_usage(
             request, group="todoweb-api", key=lambda group, request: str(token.pk), rate=(limit, 60), increment=True
         )
-    except Exception:
+    except Exception as exc:
         # The cache is down. The limit fails open: writes need only the database,
         # and a Redis blip must not turn into an outage of the API.
-        cache_down_logger.warning("Rate limit skipped: the cache is unreachable", exc_info=True)
+        cache_down_logger.warning("Rate limit skipped: the cache is unreachable", error=exc)
         return
     if usage is not None and usage["should_limit"]:
         retry = max(1, usage["time_left"])

@@ -18,6 +18,11 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from pydantic import BaseModel, ConfigDict
 
+from .logs import ThrottledLogger
+
+# While the channel layer is down, every write would log the same warning.
+unpublished_logger = ThrottledLogger(__name__, every=60)
+
 STAFF_GROUP = "dashboard-all"
 # The channel-layer message type of a frame (todoweb.live's hub receives it).
 FRAME = "live.frame"
@@ -137,7 +142,11 @@ def send(messages: list[dict[str, Any]]) -> None:
         for message in messages:
             await layer.group_send(message["group"], message)
 
-    async_to_sync(publish)()
+    try:
+        async_to_sync(publish)()
+    except Exception as exc:
+        # Redis down: the write stands, and watchers catch up from the database.
+        unpublished_logger.warning("Live frames not published; watchers will catch up from the database", error=exc)
 
 
 def publish_on_commit(*, public_id: str, project_id: int, session_event: Event, summary: dict[str, Any]) -> None:

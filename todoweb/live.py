@@ -102,8 +102,8 @@ class Hub:
                 message = await self.layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                layer_down_logger.warning("Live frames cannot be received: the channel layer failed", exc_info=True)
+            except Exception as exc:
+                layer_down_logger.warning("Live frames cannot be received: the channel layer failed", error=exc)
                 await asyncio.sleep(1)
                 continue
             self.deliver(message)
@@ -120,8 +120,8 @@ class Hub:
                 since = checked_at
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                layer_down_logger.warning("Live reconciliation failed; retrying", exc_info=True)
+            except Exception as exc:
+                layer_down_logger.warning("Live reconciliation failed; retrying", error=exc)
 
     async def drop_empty_groups(self) -> None:
         renew = timezone.now() - self.renewed_at > RENEW_GROUPS_EVERY

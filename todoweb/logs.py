@@ -62,12 +62,16 @@ class ThrottledLogger:
         self.last = float("-inf")
         self.skipped = 0
 
-    def warning(self, message: str, *, exc_info: bool = False) -> None:
+    def warning(self, message: str, *, error: BaseException | None = None) -> None:
+        """Log `message` (and the error's one-line summary, not its traceback: the
+        cause is outside todoweb and the traceback would only repeat)."""
         now = time.monotonic()
         if now - self.last < self.every:
             self.skipped += 1
             return
+        if error is not None:
+            message = f"{message}: {type(error).__name__}: {error}"
         if self.skipped:
             message = f"{message} (and {self.skipped} times since the last report)"
         self.last, self.skipped = now, 0
-        self.logger.warning(message, exc_info=exc_info)
+        self.logger.warning(message)

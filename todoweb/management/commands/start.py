@@ -6,12 +6,12 @@ import os
 import secrets
 import threading
 
-import uvicorn
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandParser
 
+from ...server import serve
 from ...tokens import token_create
 
 PASSWORD_FILE = settings.BASE_DIR / ".run" / "admin-password"
@@ -54,7 +54,7 @@ class Command(BaseCommand):
                 target=call_command, args=("demo",), kwargs={"url": url, "token": raw_token}, daemon=True
             ).start()
             self.stdout.write("A demo agent is driving a few sessions; watch them on the board.\n")
-        uvicorn.run("todoweb.asgi:application", host=host, port=port, log_level="warning", lifespan="off")
+        serve(host=host, port=port, log_level="warning")
 
     def ensure_admin(self) -> tuple[str, str]:
         """The local admin login: created once, its password kept in .run/ (gitignored)."""

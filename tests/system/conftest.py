@@ -1,0 +1,33 @@
+"""System tests: real server processes (tests/servers.py), run once per `make test`.
+Tests that need PostgreSQL or a redis-server skip without them, except under CI=true."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.servers import IN_CI, RedisServer, postgres_database, postgres_up, redis_server_installed
+
+
+def require(available: bool, what: str) -> None:
+    if available:
+        return
+    if IN_CI:
+        pytest.fail(f"CI=true but {what}")
+    pytest.skip(what)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    require(postgres_up(), "PostgreSQL is not reachable at PG_TEST_URL")
+    with postgres_database() as url:
+        yield url
+
+
+@pytest.fixture
+def private_redis() -> Iterator[RedisServer]:
+    require(redis_server_installed(), "redis-server is not installed")
+    server = RedisServer().start()
+    yield server
+    server.stop()
