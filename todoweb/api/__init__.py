@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+import re
+from typing import Any, Literal
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
+from pydantic import BaseModel, Field
 
+from .. import dialects
 from ..auth import TokenAuth
 from ..errors import (
     ApiError,
@@ -20,10 +24,60 @@ from ..errors import (
     TodowebError,
     UnknownTool,
 )
+from .lookups import SESSION_KEY
 
 logger = logging.getLogger(__name__)
 
-api = NinjaAPI(
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable code: invalid_json, unauthorized, forbidden, not_found, …")
+    message: str = Field(description="What went wrong, worded for whoever must fix the call")
+    details: dict[str, Any]
+
+
+class ErrorAnswer(BaseModel):
+    ok: Literal[False]
+    error: ErrorDetail
+    data: dict[str, Any] | None = Field(None, description="The current session data (409)")
+    reply: dict[str, Any] | None = Field(None, description="The error as a tool result, in the call's own form")
+
+
+def parameter_schemas() -> dict[str, dict[str, Any]]:
+    """What the views check by hand, written into the schema: the session key's
+    alphabet, the dialect names, the cursor's encoding."""
+    names = "|".join(re.escape(name) for name in dialects.dialects())
+    return {
+        "session_key": {"pattern": f"^{SESSION_KEY.pattern}$", "minLength": 1, "maxLength": 200},
+        "dialects": {
+            "description": "Comma-separated dialect names (none: every dialect)",
+            "pattern": f"^(({names})(,({names}))*)?$",
+        },
+        "cursor": {"description": "The next_cursor of the previous page (opaque)", "pattern": "^[A-Za-z0-9_=-]*$"},
+    }
+
+
+class TodowebAPI(NinjaAPI):
+    def get_openapi_schema(self, **kwargs: Any) -> dict[str, Any]:
+        """Every operation answers errors in one documented shape (SPEC §4)."""
+        schema = super().get_openapi_schema(**kwargs)
+        schema["components"].setdefault("schemas", {})["ErrorAnswer"] = ErrorAnswer.model_json_schema(
+            ref_template="#/components/schemas/{model}"
+        )
+        schema["components"]["schemas"] |= schema["components"]["schemas"]["ErrorAnswer"].pop("$defs", {})
+        error = {
+            "description": 'Any error: `{"ok": false, "error": {"code", "message", "details"}}`',
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorAnswer"}}},
+        }
+        parameters = parameter_schemas()
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                operation["responses"].setdefault("default", error)
+                for parameter in operation.get("parameters", []):
+                    parameter["schema"] |= parameters.get(parameter["name"], {})
+        return schema
+
+
+api = TodowebAPI(
     title="todoweb",
     version="1",
     description="Live board for AI agents' todo lists: post each todo tool call, get the reply for the model.",

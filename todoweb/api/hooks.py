@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from django.http import HttpRequest, JsonResponse
 from ninja import Router
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from ..auth import require_write
 from ..envelopes import ToolCall, call_id
@@ -35,13 +35,13 @@ class HookInput(BaseModel):
     # tool_response, …): what todoweb does not use is ignored, never an error.
     model_config = ConfigDict(extra="ignore")
 
-    session_id: str = Field(min_length=1)
+    session_id: str = Field(min_length=1, json_schema_extra={"pattern": f"^{SESSION_KEY.pattern}$"})
     hook_event_name: str | None = None
     cwd: str | None = None
     tool_name: str | None = None
     tool_input: Any = None
-    tool_use_id: str | int | None = None
-    agent_id: str | None = None
+    tool_use_id: StrictStr | StrictInt | None = None
+    agent_id: str | None = Field(None, json_schema_extra={"pattern": "^[A-Za-z0-9._:@-]{0,199}$"})
     agent_type: str | None = None
 
 

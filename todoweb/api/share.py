@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, Router, Schema, Status
+from pydantic import ConfigDict
 
 from .. import plan
 from ..auth import require_write
@@ -15,6 +16,8 @@ router = Router(tags=["share"])
 
 
 class ShareIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
     expires_in: int = Field(DEFAULT_EXPIRES_IN, ge=MIN_EXPIRES_IN, le=MAX_EXPIRES_IN, description="Seconds")
 
 

@@ -18,6 +18,7 @@ from .lookups import check_key
 
 router = Router(tags=["tool calls"])
 
+TOOL_NAME = {"type": "string", "enum": sorted(dialects.tool_names())}
 TOOL_CALL_BODY = {
     "requestBody": {
         "required": True,
@@ -31,8 +32,8 @@ TOOL_CALL_BODY = {
                             "required": ["type", "name", "input"],
                             "properties": {
                                 "type": {"const": "tool_use"},
-                                "id": {"type": "string"},
-                                "name": {"type": "string"},
+                                "id": {"type": ["string", "integer", "null"]},
+                                "name": TOOL_NAME,
                                 "input": {"type": "object"},
                             },
                         },
@@ -41,11 +42,14 @@ TOOL_CALL_BODY = {
                             "type": "object",
                             "required": ["function"],
                             "properties": {
-                                "id": {"type": "string"},
+                                "id": {"type": ["string", "integer", "null"]},
                                 "type": {"const": "function"},
                                 "function": {
                                     "type": "object",
-                                    "properties": {"name": {"type": "string"}, "arguments": {"type": "string"}},
+                                    "properties": {
+                                        "name": TOOL_NAME,
+                                        "arguments": {"type": "string"},
+                                    },
                                 },
                             },
                         },
@@ -55,8 +59,8 @@ TOOL_CALL_BODY = {
                             "required": ["type", "name", "arguments"],
                             "properties": {
                                 "type": {"const": "function_call"},
-                                "call_id": {"type": "string"},
-                                "name": {"type": "string"},
+                                "call_id": {"type": ["string", "integer", "null"]},
+                                "name": TOOL_NAME,
                                 "arguments": {"type": "string"},
                             },
                         },
@@ -64,7 +68,11 @@ TOOL_CALL_BODY = {
                             "title": "Plain form",
                             "type": "object",
                             "required": ["tool"],
-                            "properties": {"tool": {"type": "string"}, "id": {"type": "string"}, "input": {}},
+                            "properties": {
+                                "tool": TOOL_NAME,
+                                "id": {"type": ["string", "integer", "null"]},
+                                "input": {},
+                            },
                         },
                     ]
                 },
