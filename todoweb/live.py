@@ -71,6 +71,11 @@ class Hub:
         self.channel = await self.layer.new_channel()
         self.tasks = [asyncio.ensure_future(self.receive_forever()), asyncio.ensure_future(self.reconcile_forever())]
 
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
     async def watch(self, group: str, watcher: Watcher) -> None:
         """From when this returns, every frame of `group` reaches `watcher`."""
         await self.start()
