@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import InterfaceError, OperationalError
 from django.test import Client
 
 from tests.conftest import Api, assert_refused
+from todoweb import queries
 from todoweb.models import ApiToken, Revision, Session
 
 WRITE = {"todos": [{"content": "a", "status": "pending", "activeForm": "doing a"}]}
@@ -185,3 +187,17 @@ def test_it_still_answers_a_committed_write_when_the_channel_layer_fails(
         r = api.call("s1", "TodoWrite", WRITE)
     assert r.status_code == 200
     assert r.json()["data"]["revision"] == 1
+
+
+@pytest.mark.parametrize("failure", [OperationalError("server closed the connection"), InterfaceError("gone")])
+def test_a_database_out_of_reach_is_a_503_with_retry_after_and_a_reply(api, monkeypatch, failure):
+    def unreachable(*args, **kwargs):
+        raise failure
+
+    monkeypatch.setattr(queries, "session_for_call", unreachable)
+    r = api.tool("s1", {"type": "tool_use", "id": "call_9", "name": "TodoWrite", "input": WRITE})
+    answer = assert_error(r, 503, "unavailable")
+    assert r["Retry-After"] == "1"
+    assert "nothing was written" in answer["error"]["message"]
+    assert answer["reply"]["tool_use_id"] == "call_9"
+    assert not Revision.objects.exists()

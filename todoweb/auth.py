@@ -13,6 +13,7 @@ from ninja.security import HttpBearer
 from .errors import ApiError
 from .logs import ThrottledLogger
 from .models import ApiToken, digest
+from .queries import token_with_project
 
 # last_used_at is informative; writing it once a minute spares a write per call.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
@@ -32,7 +33,7 @@ def token_auth(request: HttpRequest) -> ApiToken:
     raw = raw_token(request)
     if raw is None:
         raise ApiError(401, "unauthorized", "Missing API token: send 'Authorization: Bearer <token>' or 'X-Api-Key'")
-    token = ApiToken.objects.select_related("project").filter(digest=digest(raw)).first()
+    token = token_with_project(digest(raw))
     if token is None or not token.is_active:
         raise ApiError(401, "unauthorized", "Unknown or revoked API token")
     check_rate(request, token)

@@ -11,8 +11,13 @@ nothing by showing the newest; revisions only go forward.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Literal
 
+import orjson
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
@@ -125,35 +130,65 @@ def snapshot_event(data: dict[str, Any]) -> SessionSnapshot:
     return SessionSnapshot(**{k: v for k, v in data.items() if k in SessionSnapshot.model_fields})
 
 
-def frames(event: Event, *groups: str) -> list[dict[str, Any]]:
-    """The channel-layer messages for `event`, one per group: serialised once, with its routing fields."""
-    text = event.model_dump_json()
+def frames(event: Event, *groups: str, text: str | None = None) -> list[dict[str, Any]]:
+    """The channel-layer messages for `event`, one per group: serialised once (unless
+    `text` is the serialised event already), with its routing fields."""
+    text = event.model_dump_json() if text is None else text
     route = event.route()
     return [{"type": FRAME, "group": group, "kind": event.type, "text": text, **route} for group in groups]
 
 
+# A publish that takes longer than this (Redis unreachable rather than down) is given
+# up: the write's answer must not wait on it, and watchers catch up from the database.
+PUBLISH_TIMEOUT = 1.0
+# Frames of the writes an async view makes, which it publishes itself (see `deferred`).
+_deferred: ContextVar[list[dict[str, Any]] | None] = ContextVar("todoweb_deferred_frames", default=None)
+
+
 def send(messages: list[dict[str, Any]]) -> None:
     """Publish frames to every process (the channel layer)."""
-    layer = get_channel_layer()
-    if layer is None:
+    deferred = _deferred.get()
+    if deferred is not None:
+        deferred.extend(messages)
         return
+    async_to_sync(asend)(messages)
 
-    async def publish() -> None:
-        for message in messages:
-            await layer.group_send(message["group"], message)
 
+async def asend(messages: list[dict[str, Any]]) -> None:
+    layer = get_channel_layer()
+    if layer is None or not messages:
+        return
     try:
-        async_to_sync(publish)()
+        async with asyncio.timeout(PUBLISH_TIMEOUT):
+            for message in messages:
+                await layer.group_send(message["group"], message)
     except Exception as exc:
         # Redis down: the write stands, and watchers catch up from the database.
         unpublished_logger.warning("Live frames not published; watchers will catch up from the database", error=exc)
 
 
-def publish_on_commit(*, public_id: str, project_id: int, session_event: Event, summary: dict[str, Any]) -> None:
+@contextmanager
+def deferred() -> Iterator[list[dict[str, Any]]]:
+    """Collect the frames that writes made inside the block (on any thread it hands
+    work to) instead of publishing them there: an async view then publishes them
+    from the event loop with `asend`, with no thread waiting on the loop."""
+    frames: list[dict[str, Any]] = []
+    token = _deferred.set(frames)
+    try:
+        yield frames
+    finally:
+        _deferred.reset(token)
+
+
+def publish_on_commit(
+    *, public_id: str, project_id: int, session_event: Event, summary: dict[str, Any], session_text: str | None = None
+) -> None:
     """Send to watchers of the session and of the dashboard once the write is durable."""
+    dashboard_event = SessionSummary.model_construct(session=summary)
+    dashboard_text = orjson.dumps({"type": dashboard_event.type, "session": summary}).decode()
     send_on_commit(
-        frames(session_event, session_group(public_id))
-        + frames(SessionSummary(session=summary), dashboard_group(project_id), STAFF_GROUP)
+        frames(session_event, session_group(public_id), text=session_text)
+        + frames(dashboard_event, dashboard_group(project_id), STAFF_GROUP, text=dashboard_text)
     )
 
 

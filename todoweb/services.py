@@ -22,16 +22,16 @@ from __future__ import annotations
 import itertools
 import threading
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import astuple, dataclass
 from types import ModuleType
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 
-from . import dialects, events, jsonio, plan, render
+from . import answers, dialects, events, jsonio, plan, queries, render
+from .answers import Answer
 from .dialects.base import UNPARSED, Outcome
 from .envelopes import ToolCall
 from .errors import IdempotencyConflict, InvalidInput, InvalidJson, RevisionConflict
@@ -47,12 +47,6 @@ OWNER_MAX_CHARS = 200
 
 class Conflict(Exception):
     """The session moved on between this writer's read and its write."""
-
-
-@dataclass
-class Answer:
-    body: dict[str, Any]
-    replayed: bool = False
 
 
 def session_record_call(
@@ -119,7 +113,7 @@ def record_once(
     exclusive: bool,
 ) -> Answer:
     """One try. Raises IntegrityError when another writer got there first."""
-    session = read_session(project, session_key, key=key, for_update=exclusive)
+    session = queries.session_for_call(project, session_key, idempotency_key=key, for_update=exclusive)
     if session is not None and key and session.replay_fingerprint is not None:
         return replay(session, call, key)
     if session is None:
@@ -167,37 +161,18 @@ def record_once(
         output = outcome.native
     else:
         output = render.checklist(data, newly_dropped=result.newly_dropped, wrote=True)
-    body = {"ok": True, "tool": call.tool, "dialect": dialect.NAME, "output": output, "data": data | outcome.extra}
-    revision.response = body if key else None
+    data_json = orjson.dumps(data)
+    written = answers.answer(call, dialect.NAME, output, data_json, outcome.extra)
+    revision.response = queries.Serialised(written.body.decode()) if key else None
     write_revision(session, revision, changed)
     events.publish_on_commit(
         public_id=session.public_id,
         project_id=project.pk,
-        session_event=events.snapshot_event(data),
+        session_event=events.SessionSnapshot.model_construct(**data),
+        session_text=answers.snapshot_text(data_json),
         summary=session_summary(session, now=now),
     )
-    return Answer(body | {"reply": call.reply(output)})
-
-
-def read_session(project: Project, session_key: str, *, key: str | None, for_update: bool) -> Session | None:
-    """The session with its current revision and, when the call has a key, the earlier
-    call with that key (`replay_fingerprint`, `replay_response`): one query."""
-    sessions = Session.objects.with_current().select_related("parent").filter(project=project, key=session_key)
-    sessions = sessions.defer("current__raw_input", "current__response")
-    if key:
-        sessions = sessions.annotate(
-            replay=FilteredRelation("revisions", condition=Q(revisions__idempotency_key=key)),
-            replay_fingerprint=F("replay__fingerprint"),
-            replay_response=F("replay__response"),
-        )
-    if for_update:
-        sessions = sessions.select_for_update(of=("self",))
-    session = sessions.first()
-    if session is not None:
-        session.project = project
-        if not key:
-            session.replay_fingerprint = session.replay_response = None
-    return session
+    return written
 
 
 def new_session(project: Project, session_key: str, *, parent_key: str | None) -> Session:
@@ -217,9 +192,7 @@ def replay(session: Session, call: ToolCall, key: str) -> Answer:
         raise IdempotencyConflict(
             f"Idempotency key '{key}' was already used with a different body", details={"key": key}
         )
-    # The first answer, with its reply in the form this request used.
-    first = session.replay_response
-    return Answer(first | {"reply": call.reply(first["output"])}, replayed=True)
+    return answers.replayed(call, session.replay_response)
 
 
 def run_dialect(dialect: ModuleType, call: ToolCall, session: Session, project: Project) -> Outcome:
@@ -228,7 +201,8 @@ def run_dialect(dialect: ModuleType, call: ToolCall, session: Session, project: 
     outcome = dialect.call(call.tool, call.args, plan.as_items(current), raw=call.raw, next_id=session.next_step_number)
     if outcome.items is not None:
         outcome.warnings = outcome.warnings + apply_policy(project, outcome)
-        check_storable(outcome)
+        if call.args is UNPARSED:
+            check_storable(outcome)
     return outcome
 
 
@@ -238,8 +212,7 @@ def read_answer(session: Session, call: ToolCall, dialect: ModuleType, outcome: 
         session = session_get_or_create(project=session.project, key=session.key)
     data = current_data(session)
     output = outcome.native if reply_style == "native" else render.checklist(data, newly_dropped=[], wrote=False)
-    body = {"ok": True, "tool": call.tool, "dialect": dialect.NAME, "output": output, "data": data | outcome.extra}
-    return Answer(body | {"reply": call.reply(output)})
+    return answers.answer(call, dialect.NAME, output, orjson.dumps(data), outcome.extra)
 
 
 def advance_session(
@@ -283,7 +256,7 @@ def write_revision(session: Session, revision: Revision, changed: dict[str, Any]
         elif not Session.objects.filter(pk=session.pk, revision=revision.number - 1).update(**changed):
             raise Conflict()
         revision.session = session
-        revision.save(force_insert=True)
+        queries.insert(revision)
     session.current = revision
 
 
@@ -356,9 +329,13 @@ def apply_policy(project: Project, outcome: Outcome) -> list[Warning]:
 
 
 def check_storable(outcome: Outcome) -> None:
-    """Text from a tool's own parser (Kimi's, Codex's) may hold what no database stores."""
+    """Text a tool read with its own parser (Kimi's, Codex's) may hold what no database
+    stores; text that came through jsonio.parse was checked there."""
+    texts = [outcome.title]
+    for item in outcome.items or []:
+        texts += [item.content, item.id, item.active_form, item.notes, item.owner, *item.blocked_by]
     try:
-        jsonio.check([outcome.title, [astuple(item) for item in outcome.items or []]])
+        jsonio.check([text for text in texts if text is not None])
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
 

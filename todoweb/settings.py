@@ -101,14 +101,23 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 30,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # Connections stay open: closing the last one checkpoints the WAL into the
+    # database file (an fsync), which a request per connection would pay every time.
+    # (PostgreSQL keeps CONN_MAX_AGE=0 and uses the pool below instead.)
+    _db["CONN_MAX_AGE"] = None
     # A file, not shared-cache memory: tests run real concurrent writers and a
     # live server in other threads. One per process, so parallel runs never collide,
     # in the temp folder, where SQLite's -wal/-shm leftovers do not litter the checkout.
     _db["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"todoweb-test-{os.getpid()}.sqlite3")}
 elif _db["ENGINE"] == "django.db.backends.postgresql":
+    from psycopg_pool import ConnectionPool
+
     # One test database per process: two test runs on one server never collide.
     _db["TEST"] = {"NAME": f"test_{_db['NAME']}_{os.getpid()}"}
     _db.setdefault("OPTIONS", {})["pool"] = {
+        # A connection is checked as it leaves the pool, so one that PostgreSQL
+        # dropped (a restart, a failover) is replaced instead of failing a request.
+        "check": ConnectionPool.check_connection,
         "min_size": 1,
         "max_size": env_int("TODOWEB_DB_POOL_SIZE", 8),
         "timeout": 30,

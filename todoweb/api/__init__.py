@@ -7,6 +7,7 @@ import re
 from typing import Any, Literal
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
@@ -150,6 +151,21 @@ def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> JsonResponse:
 
     limit = settings.TODOWEB_MAX_BODY_BYTES
     return error_response(request, ApiError(413, "payload_too_large", f"The body is larger than {limit} bytes"))
+
+
+# How long a client should wait before it tries again when the database is out of reach.
+RETRY_AFTER_SECONDS = 1
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def on_database_unavailable(request: HttpRequest, exc: Exception) -> JsonResponse:
+    """The database dropped the connection, restarted or is locked: nothing was
+    written (the transaction did not commit), so the call can simply be sent again."""
+    logger.warning("Database unavailable on %s: %s", request.path, exc)
+    message = "The database is unavailable; nothing was written. Try again shortly."
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+    return error_response(request, ApiError(503, "unavailable", message, headers=headers))
 
 
 @api.exception_handler(Exception)

@@ -104,10 +104,7 @@ def post_claude_code_hook(request: HttpRequest, reply: Literal["checklist", "nat
         reply_style=reply or request.auth.project.reply_style,
         default_title=folder_name(hook.cwd),
     )
-    response = JsonResponse(answer.body)
-    if answer.replayed:
-        response["Idempotent-Replayed"] = "true"
-    return response
+    return answer.response()
 
 
 def ignored(reason: str) -> JsonResponse:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from django.http import HttpRequest, JsonResponse
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 
-from .. import dialects
+from .. import dialects, events
+from ..answers import Answer
 from ..auth import authenticate, require_write
-from ..envelopes import parse_call
+from ..envelopes import ToolCall, parse_call
 from ..errors import InvalidInput
 from ..services import session_record_call
 from .body import json_body
@@ -100,19 +102,29 @@ TOOL_CALL_BODY = {
     openapi_extra=TOOL_CALL_BODY | {"security": [{"TokenAuth": []}]},
     summary="Run one todo tool call",
 )
-def post_tool_call(
+async def post_tool_call(
     request: HttpRequest, session_key: str, reply: Literal["checklist", "native"] | None = None
-) -> JsonResponse:
+) -> HttpResponse:
     """Validate one tool call, write a revision if it changes the plan, and answer with
     the text for the model (`output`), the reply in the caller's format and the data."""
     body = json_body(request)
     call = parse_call(body)
     # From here on, every error answer carries the reply for the model.
     request.tool_call = call
+    with events.deferred() as frames:
+        # One trip to the database thread for the token and the write.
+        answer = await sync_to_async(record_tool_call)(request, session_key, call, reply, body)
+    await events.asend(frames)
+    return answer.response()
+
+
+def record_tool_call(
+    request: HttpRequest, session_key: str, call: ToolCall, reply: str | None, body: dict[str, Any]
+) -> Answer:
     token = authenticate(request)
     require_write(token)
     check_key(session_key)
-    answer = session_record_call(
+    return session_record_call(
         project=token.project,
         session_key=session_key,
         call=call,
@@ -120,10 +132,6 @@ def post_tool_call(
         idempotency_key=idempotency_key(request),
         expected_revision=expected_revision(request, body),
     )
-    response = JsonResponse(answer.body)
-    if answer.replayed:
-        response["Idempotent-Replayed"] = "true"
-    return response
 
 
 def idempotency_key(request: HttpRequest) -> str | None:

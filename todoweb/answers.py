@@ -1,0 +1,49 @@
+"""A tool call's answer (SPEC §4), serialised once.
+
+The answer's JSON is built once with orjson. The same bytes are stored for replays
+and sent as the HTTP answer (with the reply for the model spliced in), and the live
+snapshot reuses the bytes of the answer's `data`: the snapshot is that data with its
+type in front.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from django.http import HttpResponse
+
+from .envelopes import ToolCall
+
+
+@dataclass
+class Answer:
+    body: bytes  # {"ok": true, "tool", "dialect", "output", "data"}, without the reply
+    reply: dict[str, Any]
+    replayed: bool = False
+
+    def response(self) -> HttpResponse:
+        content = self.body[:-1] + b',"reply":' + orjson.dumps(self.reply) + b"}"
+        response = HttpResponse(content, content_type="application/json")
+        if self.replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
+
+
+def answer(call: ToolCall, dialect: str, output: str, data_json: bytes, extra: dict[str, Any]) -> Answer:
+    """The answer around `data_json` (the data shape's bytes) and the dialect's extra fields."""
+    if extra:
+        data_json = data_json[:-1] + b"," + orjson.dumps(extra)[1:]
+    head = orjson.dumps({"ok": True, "tool": call.tool, "dialect": dialect, "output": output})
+    return Answer(head[:-1] + b',"data":' + data_json + b"}", call.reply(output))
+
+
+def replayed(call: ToolCall, first: dict[str, Any]) -> Answer:
+    """The first answer to a call, with its reply in the form of this request."""
+    return Answer(orjson.dumps(first), call.reply(first["output"]), replayed=True)
+
+
+def snapshot_text(data_json: bytes) -> str:
+    """The `session.snapshot` event for the data shape's bytes (events.SessionSnapshot)."""
+    return '{"type":"session.snapshot",' + data_json[1:].decode()
