@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .dialects.base import UNPARSED, compact_json
@@ -31,11 +31,14 @@ class ToolCall:
     raw: str | None = None  # the arguments text, for the two OpenAI forms
     # Why `args` is UNPARSED: raised unless the dialect reads the raw text itself.
     args_problem: InvalidInput | None = field(default=None, compare=False)
+    dialect: str | None = None  # the dialect the caller forced (`?dialect=`, or the plain form's field)
 
     def fingerprint(self) -> str:
         # The call id is part of the body: reusing an Idempotency-Key for another
         # call must not hand that call the first one's reply.
         body = [self.tool, self.call_id, self.raw if self.args is UNPARSED else self.args]
+        if self.dialect:
+            body.append(self.dialect)
         return hashlib.sha256(compact_json(body).encode()).hexdigest()
 
     def reply(self, content: str, *, is_error: bool = False) -> dict[str, Any]:
@@ -48,9 +51,20 @@ class ToolCall:
         return {"tool_use_id": self.call_id, "content": content, "is_error": is_error}
 
 
-def parse_call(body: Any) -> ToolCall:
+def parse_call(body: Any, *, dialect: str | None = None) -> ToolCall:
+    """The tool call a body carries; `dialect` (the `?dialect=` parameter) forces a
+    dialect, as the plain form's `"dialect"` field does."""
     if not isinstance(body, dict):
         raise InvalidInput(f"The body must be a JSON object: {EXPECTED}")
+    call = envelope(body)
+    if call.form == "plain" and dialect is None and body.get("dialect") is not None:
+        dialect = body["dialect"]
+        if not isinstance(dialect, str):
+            raise InvalidInput("'dialect' must be a string naming a dialect")
+    return replace(call, dialect=dialect) if dialect else call
+
+
+def envelope(body: dict[str, Any]) -> ToolCall:
     if body.get("type") == "tool_use":
         return ToolCall(
             "anthropic", tool_name(body.get("name"), "name"), call_id(body.get("id")), body.get("input", {})

@@ -90,7 +90,7 @@ def session_record_call(
 
 def resolve_dialect(call: ToolCall) -> ModuleType:
     """The dialect for the call, by its tool name and (where names are shared) its input."""
-    dialect = dialects.resolve(call.tool, call.args)
+    dialect = dialects.resolve(call.tool, call.args, call.dialect)
     reads_raw = getattr(dialect, "HANDLES_RAW", False) and call.raw is not None
     if call.args is UNPARSED and not reads_raw:
         raise call.args_problem or InvalidJson("The arguments are not valid JSON")

@@ -53,6 +53,10 @@ def parameter_schemas() -> dict[str, dict[str, Any]]:
             "description": "Comma-separated dialect names (none: every dialect)",
             "pattern": f"^(({names})(,({names}))*)?$",
         },
+        "dialect": {
+            "description": "Force this dialect where several share the tool's name",
+            "enum": list(dialects.dialects()),
+        },
         "cursor": {"description": "The next_cursor of the previous page (opaque)", "pattern": "^[A-Za-z0-9_=-]*$"},
     }
 

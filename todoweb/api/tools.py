@@ -103,12 +103,16 @@ TOOL_CALL_BODY = {
     summary="Run one todo tool call",
 )
 async def post_tool_call(
-    request: HttpRequest, session_key: str, reply: Literal["checklist", "native"] | None = None
+    request: HttpRequest,
+    session_key: str,
+    reply: Literal["checklist", "native"] | None = None,
+    dialect: str | None = None,
 ) -> HttpResponse:
     """Validate one tool call, write a revision if it changes the plan, and answer with
-    the text for the model (`output`), the reply in the caller's format and the data."""
+    the text for the model (`output`), the reply in the caller's format and the data.
+    `dialect` forces a dialect where several share the tool's name."""
     body = json_body(request)
-    call = parse_call(body)
+    call = parse_call(body, dialect=dialect)
     # From here on, every error answer carries the reply for the model.
     request.tool_call = call
     with events.deferred() as frames:
@@ -163,17 +167,39 @@ class ToolsQuery(Schema):
 
 @router.get("/tools", summary="Tool definitions to give the model")
 def list_tools(request: HttpRequest, query: Query[ToolsQuery]) -> dict[str, Any]:
-    """Every tool todoweb answers, as Anthropic `tools`, OpenAI Chat `tools` or Responses `tools`."""
+    """The tools of the dialects asked for (default: every tool name once, from the
+    first dialect in routing order), as Anthropic `tools`, OpenAI Chat `tools` or
+    Responses `tools`."""
+    return {"tools": [tool_format(d, query.format) for d in tool_definitions(query.dialects)], "next_cursor": None}
+
+
+def tool_definitions(names: str | None) -> list[dialects.base.ToolDefinition]:
+    """The definitions of the comma-separated dialects `names`; a model can be given
+    each tool name once, so two dialects sharing one are refused together."""
     known = dialects.dialects()
-    wanted = [name.strip() for name in (query.dialects or "").split(",") if name.strip()] or list(known)
+    wanted = [name.strip() for name in (names or "").split(",") if name.strip()]
     unknown = [name for name in wanted if name not in known]
     if unknown:
         raise InvalidInput(f"Unknown dialect(s): {', '.join(unknown)}. Known: {', '.join(known)}")
-    tools = []
-    for name in wanted:
+    if not wanted:
+        return [
+            definition
+            for name, module in known.items()
+            for definition in module.definitions()
+            if dialects.tool_names()[definition.name][0].NAME == name
+        ]
+    definitions, owner = [], {}
+    for name in dict.fromkeys(wanted):
         for definition in known[name].definitions():
-            tools.append(tool_format(definition, query.format))
-    return {"tools": tools, "next_cursor": None}
+            if definition.name in owner:
+                raise InvalidInput(
+                    f"Dialects '{owner[definition.name]}' and '{name}' both define the tool '{definition.name}';"
+                    " a model can be given only one of them",
+                    details={"tool": definition.name, "dialects": [owner[definition.name], name]},
+                )
+            owner[definition.name] = name
+            definitions.append(definition)
+    return definitions
 
 
 def tool_format(definition: dialects.base.ToolDefinition, fmt: str) -> dict[str, Any]:

@@ -26,20 +26,38 @@ def dialects() -> dict[str, ModuleType]:
     return found
 
 
+# Where several dialects share a tool name, the order their `fits` is asked in: each
+# recognises its own input by its fields, and the first that does takes the call.
+ROUTES = {
+    # WeKnora {steps}; Cursor {merge, todos}; Goose {content: markdown};
+    # Amp items with priority or todo/in-progress; Qwen Code any other {todos}.
+    "todo_write": ("weknora", "cursor", "goose", "amp", "qwen"),
+    # Gemini CLI items with description; LangChain/deepagents items with content.
+    "write_todos": ("gemini", "langchain"),
+}
+
+
 @cache
 def tool_names() -> dict[str, tuple[ModuleType, ...]]:
+    """Each tool name's dialects, in routing order."""
     by_tool: dict[str, list[ModuleType]] = {}
     for module in dialects().values():
         for tool in module.TOOLS:
             by_tool.setdefault(tool, []).append(module)
+    for tool, modules in by_tool.items():
+        order = ROUTES.get(tool, ())
+        modules.sort(key=lambda m: order.index(m.NAME) if m.NAME in order else len(order))
     return {tool: tuple(modules) for tool, modules in by_tool.items()}
 
 
-def resolve(tool: str, args: Any) -> ModuleType:
-    """The dialect for a call: by tool name, and by the input's fields where names are shared."""
+def resolve(tool: str, args: Any, dialect: str | None = None) -> ModuleType:
+    """The dialect for a call: the one named by `dialect` (forced), else by tool name,
+    and by the input's fields where names are shared."""
     candidates = tool_names().get(tool)
     if not candidates:
         raise UnknownTool(tool)
+    if dialect is not None:
+        return forced(tool, dialect, candidates)
     if len(candidates) == 1:
         return candidates[0]
     for module in candidates:
@@ -49,4 +67,16 @@ def resolve(tool: str, args: Any) -> ModuleType:
     raise InvalidInput(
         f"Input for '{tool}' fits no known format. Expected one of: {expected}",
         details={"tool": tool, "dialects": [m.NAME for m in candidates]},
+    )
+
+
+def forced(tool: str, dialect: str, candidates: tuple[ModuleType, ...]) -> ModuleType:
+    if dialect not in dialects():
+        raise InvalidInput(f"Unknown dialect '{dialect}'. Known: {', '.join(dialects())}", details={"dialect": dialect})
+    for module in candidates:
+        if module.NAME == dialect:
+            return module
+    raise InvalidInput(
+        f"Dialect '{dialect}' has no tool '{tool}'. It has: {', '.join(dialects()[dialect].TOOLS)}",
+        details={"dialect": dialect, "tool": tool},
     )

@@ -5,7 +5,8 @@ A dialect is one agent tool format, in one module of this package, exposing:
     NAME: str                         # "claude", "kimi", …
     TOOLS: tuple[str, ...]            # tool names it answers
     HANDLES_RAW: bool = False         # True: gets arguments text that is not JSON
-    def fits(tool, args) -> bool      # only needed where a tool name is shared
+    SHAPE: str                        # the input in one line, for errors that list shapes
+    def fits(tool, args) -> bool      # only needed where a tool name is shared (see ROUTES)
     def call(tool, args, current, *, raw=None, next_id=1) -> Outcome   # pure: no database
     def definitions() -> list[ToolDefinition]
 
@@ -64,9 +65,9 @@ class ToolDefinition:
 
 
 @cache
-def describe(tool: str) -> str:
-    """The tool's description for the model, kept as Markdown in descriptions/."""
-    return (DESCRIPTIONS_DIR / f"{tool}.md").read_text(encoding="utf-8").strip()
+def describe(dialect: str, tool: str) -> str:
+    """The tool's description for the model, kept as Markdown in descriptions/<dialect>/."""
+    return (DESCRIPTIONS_DIR / dialect / f"{tool}.md").read_text(encoding="utf-8").strip()
 
 
 def compact_json(value: Any) -> str:

@@ -90,7 +90,7 @@ def definitions() -> list[ToolDefinition]:
     return [
         ToolDefinition(
             name="TodoWrite",
-            description=describe("TodoWrite"),
+            description=describe(NAME, "TodoWrite"),
             input_schema={
                 "type": "object",
                 "properties": {"todos": {"type": "array", "items": todo, "description": "The updated todo list."}},
@@ -100,7 +100,7 @@ def definitions() -> list[ToolDefinition]:
         ),
         ToolDefinition(
             name="TodoRead",
-            description=describe("TodoRead"),
+            description=describe(NAME, "TodoRead"),
             input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         ),
     ]

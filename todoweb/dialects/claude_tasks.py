@@ -205,7 +205,7 @@ def definitions() -> list[ToolDefinition]:
     return [
         ToolDefinition(
             name="TaskCreate",
-            description=describe("TaskCreate"),
+            description=describe(NAME, "TaskCreate"),
             input_schema={
                 "type": "object",
                 "properties": {
@@ -220,7 +220,7 @@ def definitions() -> list[ToolDefinition]:
         ),
         ToolDefinition(
             name="TaskUpdate",
-            description=describe("TaskUpdate"),
+            description=describe(NAME, "TaskUpdate"),
             input_schema={
                 "type": "object",
                 "properties": {
@@ -240,7 +240,7 @@ def definitions() -> list[ToolDefinition]:
         ),
         ToolDefinition(
             name="TaskGet",
-            description=describe("TaskGet"),
+            description=describe(NAME, "TaskGet"),
             input_schema={
                 "type": "object",
                 "properties": {"taskId": text | {"description": "The id of the task to read."}},
@@ -250,7 +250,7 @@ def definitions() -> list[ToolDefinition]:
         ),
         ToolDefinition(
             name="TaskList",
-            description=describe("TaskList"),
+            description=describe(NAME, "TaskList"),
             input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         ),
     ]

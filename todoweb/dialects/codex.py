@@ -194,4 +194,4 @@ def definitions() -> list[ToolDefinition]:
         "required": ["plan"],
         "additionalProperties": False,
     }
-    return [ToolDefinition(name="update_plan", description=describe("update_plan"), input_schema=schema)]
+    return [ToolDefinition(name="update_plan", description=describe(NAME, "update_plan"), input_schema=schema)]

@@ -171,4 +171,4 @@ VALIDATOR = Draft7Validator(ajv_ordered(input_schema()))
 
 
 def definitions() -> list[ToolDefinition]:
-    return [ToolDefinition(name="write_todos", description=describe("write_todos"), input_schema=input_schema())]
+    return [ToolDefinition(name="write_todos", description=describe(NAME, "write_todos"), input_schema=input_schema())]

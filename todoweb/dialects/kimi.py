@@ -138,7 +138,7 @@ def definitions() -> list[ToolDefinition]:
     return [
         ToolDefinition(
             name="SetTodoList",
-            description=describe("SetTodoList"),
+            description=describe(NAME, "SetTodoList"),
             input_schema=inline_refs(schema, schema.get("$defs", {})),
         )
     ]

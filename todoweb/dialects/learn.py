@@ -96,7 +96,7 @@ def definitions() -> list[ToolDefinition]:
     return [
         ToolDefinition(
             name="todo",
-            description=describe("todo"),
+            description=describe(NAME, "todo"),
             input_schema={
                 "type": "object",
                 "properties": {"items": {"type": "array", "items": item, "maxItems": MAX_ITEMS}},

@@ -86,7 +86,7 @@ def definitions() -> list[ToolDefinition]:
     return [
         ToolDefinition(
             name="create_todos",
-            description=describe("create_todos"),
+            description=describe(NAME, "create_todos"),
             input_schema={
                 "type": "object",
                 "properties": {
@@ -103,7 +103,7 @@ def definitions() -> list[ToolDefinition]:
         ),
         ToolDefinition(
             name="update_todo",
-            description=describe("update_todo"),
+            description=describe(NAME, "update_todo"),
             input_schema={
                 "type": "object",
                 "properties": {

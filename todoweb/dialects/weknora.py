@@ -302,7 +302,7 @@ def definitions() -> list[ToolDefinition]:
     return [
         ToolDefinition(
             name="todo_write",
-            description=describe("todo_write"),
+            description=describe(NAME, "todo_write"),
             input_schema={
                 "type": "object",
                 "properties": {
