@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 from django.test import Client
 
+from tests.live_server import LiveServer
 from todoweb.models import ApiToken, Project
 from todoweb.tokens import token_create
 
@@ -150,3 +152,17 @@ def api(token) -> Api:
 @pytest.fixture
 def read_api(read_token) -> Api:
     return Api(read_token)
+
+
+@pytest.fixture
+def asgi_server(transactional_db, settings) -> Iterator[LiveServer]:
+    """The app served over real HTTP and websockets, on the in-memory channel layer."""
+    from channels.layers import channel_layers
+
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends.clear()
+    server = LiveServer()
+    server.start()
+    yield server
+    if server.server is not None and not server.server.should_exit:
+        server.stop()

@@ -41,11 +41,22 @@ class ApiHandler(ASGIHandler):
 
 
 def http_application(browser: ASGIHandler) -> Any:
-    """The ASGI application for HTTP: /api/ to the lean handler, the rest to `browser`."""
+    """The ASGI application for HTTP: /api/ to the lean handler, /mcp to the MCP
+    server, the rest to `browser`."""
+    from .mcp_server import PATH as MCP_PATH
+    from .mcp_server import McpApp
+
     api = ApiHandler()
+    mcp = McpApp()
 
     async def route(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        handler = api if scope["path"].startswith(API_PREFIX) else browser
+        path = scope["path"]
+        if path.startswith(API_PREFIX):
+            handler = api
+        elif path == MCP_PATH or path.startswith(MCP_PATH + "/"):
+            handler = mcp
+        else:
+            handler = browser
         await handler(scope, receive, send)
 
     return route

@@ -110,14 +110,12 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     # in the temp folder, where SQLite's -wal/-shm leftovers do not litter the checkout.
     _db["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"todoweb-test-{os.getpid()}.sqlite3")}
 elif _db["ENGINE"] == "django.db.backends.postgresql":
-    from psycopg_pool import ConnectionPool
-
     # One test database per process: two test runs on one server never collide.
     _db["TEST"] = {"NAME": f"test_{_db['NAME']}_{os.getpid()}"}
+    # With the pool, a connection is checked as it leaves the pool, so one that
+    # PostgreSQL dropped (a restart, a failover) is replaced instead of failing a request.
+    _db["CONN_HEALTH_CHECKS"] = True
     _db.setdefault("OPTIONS", {})["pool"] = {
-        # A connection is checked as it leaves the pool, so one that PostgreSQL
-        # dropped (a restart, a failover) is replaced instead of failing a request.
-        "check": ConnectionPool.check_connection,
         "min_size": 1,
         "max_size": env_int("TODOWEB_DB_POOL_SIZE", 8),
         "timeout": 30,

@@ -9,15 +9,10 @@ through the server's HTTP API, so that events are published on the server's loop
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from django.contrib.auth.models import User
 from django.test import Client
 
@@ -37,56 +32,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "tests/browser" in str(item.fspath):
             item.add_marker(skip)
-
-
-class LiveServer:
-    def __init__(self) -> None:
-        from todoweb.asgi import application
-
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.application = application
-        self.server: uvicorn.Server | None = None
-        self.thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        config = uvicorn.Config(
-            self.application,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            lifespan="off",
-            ws="websockets-sansio",
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("live server did not start")
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        """Stop the server: every open websocket is dropped."""
-        assert self.server is not None and self.thread is not None
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-
-
-@pytest.fixture
-def asgi_server(transactional_db, settings) -> Iterator[LiveServer]:
-    from channels.layers import channel_layers
-
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    channel_layers.backends.clear()
-    server = LiveServer()
-    server.start()
-    yield server
-    if server.server is not None and not server.server.should_exit:
-        server.stop()
 
 
 class Agent:
