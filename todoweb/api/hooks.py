@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
@@ -72,7 +72,7 @@ HOOK_BODY = {
 
 
 @router.post("/hooks/claude-code", openapi_extra=HOOK_BODY, summary="Claude Code PostToolUse hook")
-def post_claude_code_hook(request: HttpRequest, reply: Literal["checklist", "native"] | None = None) -> JsonResponse:
+def post_claude_code_hook(request: HttpRequest, reply: Literal["checklist", "native"] | None = None) -> HttpResponse:
     """Record a TodoWrite or Task* call from Claude Code's PostToolUse hook input.
 
     The session key is `session_id`; a subagent's calls (`agent_id`) go to the child
