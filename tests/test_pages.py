@@ -6,6 +6,7 @@ import json
 
 import pytest
 from django.contrib.auth.models import User
+from django.contrib.staticfiles import finders
 
 from tests.conftest import MEMBER_PASSWORD
 from todoweb.models import Project, Session
@@ -166,3 +167,10 @@ def test_it_shows_dropped_steps_and_warnings(api, member_client):
     html = member_client.get(session.get_absolute_url()).content.decode()
     assert 'id="dropped-section"' in html and "Step 0" in html
     assert 'id="warnings-section" aria-labelledby="warnings-heading">' in html
+
+
+def test_it_serves_a_favicon_where_browsers_look_for_one(client):
+    r = client.get("/favicon.ico")
+    assert r.status_code == 301
+    assert r["Location"].endswith("/todoweb/favicon.svg")
+    assert finders.find("todoweb/favicon.svg")

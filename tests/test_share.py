@@ -29,7 +29,7 @@ def test_it_creates_a_link_valid_for_seven_days_by_default(api, session_key):
     assert response.status_code == 201
     body = response.json()
     link = ShareLink.objects.get()
-    assert body["url"] == f"/s/{link.session.public_id}/?share={body['token']}"
+    assert body["url"] == f"http://testserver/s/{link.session.public_id}/?share={body['token']}"
     assert link.digest == digest(body["token"])  # only the digest is stored
     expires = datetime.fromisoformat(body["expires_at"].replace("Z", "+00:00"))
     assert abs(expires - (timezone.now() + timedelta(days=7))) < timedelta(seconds=30)

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from . import health, views
 from .api import api
@@ -11,6 +13,8 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("api/v1/", api.urls),
     path("admin/", admin.site.urls),
+    # Browsers and crawlers ask for /favicon.ico whatever the pages say.
+    path("favicon.ico", RedirectView.as_view(url=static("todoweb/favicon.svg"), permanent=True)),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", views.dashboard, name="dashboard"),
     path("s/<str:public_id>/", views.session_panel, name="session"),
