@@ -9,6 +9,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import close_old_connections
+from django.utils import timezone
 
 from todoweb.management.commands import demo
 from todoweb.models import Revision, Session
@@ -81,3 +82,25 @@ def test_it_waits_for_the_server_then_gives_up(monkeypatch):
     client = httpx.Client(base_url="http://127.0.0.1:9", timeout=0.1)
     with pytest.raises(CommandError, match="healthz"):
         demo.wait_until_up(client, timeout=0)
+
+
+def test_make_run_keeps_one_token_across_runs(db, tmp_path, monkeypatch):
+    from todoweb.management.commands import start
+    from todoweb.models import ApiToken
+
+    monkeypatch.setattr(start, "TOKEN_FILE", tmp_path / "demo-token")
+    first = start.Command().demo_token()
+    assert start.Command().demo_token() == first
+    assert ApiToken.objects.count() == 1
+    ApiToken.objects.update(revoked_at=timezone.now())
+    second = start.Command().demo_token()
+    assert second != first and (tmp_path / "demo-token").read_text().strip() == second
+
+
+def test_demo_0_turns_the_demo_agent_off(monkeypatch):
+    from todoweb.management.commands import start
+
+    monkeypatch.setenv("DEMO", "0")
+    assert start.Command().create_parser("manage.py", "start").parse_args([]).no_demo is True
+    monkeypatch.setenv("DEMO", "1")
+    assert start.Command().create_parser("manage.py", "start").parse_args([]).no_demo is False

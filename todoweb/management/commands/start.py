@@ -11,10 +11,12 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandParser
 
+from ...models import ApiToken, digest
 from ...server import serve
 from ...tokens import token_create
 
 PASSWORD_FILE = settings.BASE_DIR / ".run" / "admin-password"
+TOKEN_FILE = settings.BASE_DIR / ".run" / "demo-token"
 
 
 class Command(BaseCommand):
@@ -23,12 +25,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", 8000)))
-        parser.add_argument("--no-demo", action="store_true", help="do not start the demo agent")
+        parser.add_argument(
+            "--no-demo",
+            action="store_true",
+            default=os.environ.get("DEMO", "1") == "0",
+            help="do not start the demo agent (also DEMO=0)",
+        )
 
     def handle(self, *args, host: str, port: int, no_demo: bool, **options) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         username, password = self.ensure_admin()
-        _, raw_token, _ = token_create(project_slug="demo", name="make run")
+        raw_token = self.demo_token()
         url = f"http://{host}:{port}"
         self.stdout.write(
             "\n".join(
@@ -55,6 +62,19 @@ class Command(BaseCommand):
             ).start()
             self.stdout.write("A demo agent is driving a few sessions; watch them on the board.\n")
         serve(host=host, port=port, log_level="warning")
+
+    def demo_token(self) -> str:
+        """The project 'demo' token of `make run`: made once, kept in .run/ (gitignored)
+        and used again as long as it is valid, so each run does not add another."""
+        if TOKEN_FILE.exists():
+            raw = TOKEN_FILE.read_text().strip()
+            token = ApiToken.objects.filter(digest=digest(raw)).first()
+            if token is not None and token.is_active:
+                return raw
+        _, raw, _ = token_create(project_slug="demo", name="make run")
+        TOKEN_FILE.parent.mkdir(exist_ok=True)
+        TOKEN_FILE.write_text(raw + "\n")
+        return raw
 
     def ensure_admin(self) -> tuple[str, str]:
         """The local admin login: created once, its password kept in .run/ (gitignored)."""
