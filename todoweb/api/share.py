@@ -49,7 +49,14 @@ def create_share(request: HttpRequest, session_key: str) -> Status:
     payload = share_input(request)
     session = get_session(request.auth, session_key)
     link, raw = share_create(session=session, expires_in=payload.expires_in)
-    return Status(201, {"url": request.build_absolute_uri(share_url(session, raw)), "token": raw, "expires_at": plan.iso(link.expires_at)})
+    return Status(
+        201,
+        {
+            "url": request.build_absolute_uri(share_url(session, raw)),
+            "token": raw,
+            "expires_at": plan.iso(link.expires_at),
+        },
+    )
 
 
 @router.delete("/sessions/{session_key}/share", response={204: None}, summary="Revoke every share link of a session")
