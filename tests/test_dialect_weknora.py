@@ -5,6 +5,7 @@ import json
 import jsonschema
 import pytest
 
+from tests.conftest import assert_refused
 from todoweb.dialects import resolve, weknora
 
 HINT = "\n\n[Analyze the error above and try a different approach.]"
@@ -239,8 +240,13 @@ def test_it_reports_the_first_wrong_type_in_text_order(api):
 
 
 def test_it_rejects_arguments_that_are_not_an_object(api):
+    # `todo_write` is several tools' name: an array fits none of them.
+    body = assert_refused(api.call("wk", "todo_write", [1]))
+    assert body["error"]["message"].startswith("Input for 'todo_write' fits no known format. Expected one of: weknora:")
+    # Forced to WeKnora, it answers in Go's words.
     message = "Failed to parse args: json: cannot unmarshal array into Go value of type tools.TodoWriteInput"
-    api.rejected("wk", "todo_write", [1], message)
+    body = assert_refused(api.call("wk", "todo_write", [1], query="?dialect=weknora"), message)
+    assert api.revision("wk") is None
 
 
 def test_it_matches_item_keys_case_insensitively_and_ignores_unknown_ones(api):

@@ -56,10 +56,14 @@ STEP_FIELDS = ("id", "description", "status")
 
 
 def fits(tool: str, args: Any) -> bool:
-    """`todo_write` is also Cursor's name (`{merge, todos}`): a payload with `todos` and
-    no `steps` belongs to it. Everything else is WeKnora's, so a call without `steps`
-    gets WeKnora's own "required parameter 'steps' is missing" answer."""
-    return not (isinstance(args, dict) and "todos" in args and "steps" not in args)
+    """WeKnora's `{steps}`. `todo_write` is also Cursor's (`merge`), Goose's (`content`),
+    Amp's and Qwen Code's (`todos`): an object with none of those is WeKnora's, so a
+    call without `steps` gets WeKnora's own "required parameter 'steps' is missing"."""
+    if args is None:
+        return True  # no arguments at all: WeKnora's own "steps is missing"
+    if not isinstance(args, dict):
+        return False
+    return "steps" in args or not ({"todos", "content", "merge"} & args.keys())
 
 
 def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1) -> Outcome:
