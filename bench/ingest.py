@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from harness import create_token, deployment, server, wrk
-
-POSTGRES = "postgres://postgres@127.0.0.1:5432/todoweb_bench"
+from harness import create_token, deployment, fresh_postgres, server, wrk
 
 
 def main() -> None:
@@ -29,7 +27,8 @@ def main() -> None:
     args = parser.parse_args()
 
     database = fresh_postgres() if args.database == "postgres" else None
-    with deployment(database) as env, server(env) as url:
+    with deployment(database) as env, server(env) as srv:
+        url = srv.url
         token = create_token(env)
         write_env = {"TODOWEB_TOKEN": token, "ITEMS": str(args.items), "SESSIONS": "64"}
         wrk(f"{url}/healthz", seconds=2)  # warm-up
@@ -37,29 +36,25 @@ def main() -> None:
         for round_ in range(args.rounds):
             baseline.append(wrk(f"{url}/healthz", seconds=args.seconds, connections=args.connections))
             write_env["RUN"] = f"r{round_}"
-            writes.append(wrk(url, seconds=args.seconds, connections=args.connections, script="todowrite.lua", env=write_env))
+            writes.append(
+                wrk(url, seconds=args.seconds, connections=args.connections, script="todowrite.lua", env=write_env)
+            )
 
-    print(f"ingest on {args.database}: {args.connections} connections, TodoWrite of {args.items} steps over 64 sessions")
+    print(
+        f"ingest on {args.database}: {args.connections} connections, TodoWrite of {args.items} steps over 64 sessions"
+    )
     for n, (b, w) in enumerate(zip(baseline, writes, strict=True)):
         print(b.line(f"round {n + 1} /healthz"))
         print(w.line(f"round {n + 1} TodoWrite"))
     rps = statistics.median(w.requests_per_s for w in writes) / statistics.median(b.requests_per_s for b in baseline)
     p99 = statistics.median(w.p99_ms for w in writes) / statistics.median(b.p99_ms for b in baseline)
     p50 = statistics.median(w.p50_ms for w in writes) / statistics.median(b.p50_ms for b in baseline)
-    print(f"  ratio TodoWrite / healthz: throughput {rps:.2f}x (target >= 0.8x), p50 {p50:.2f}x, p99 {p99:.2f}x (target <= 1.5x)")
+    print(
+        f"  ratio TodoWrite / healthz: throughput {rps:.2f}x (target >= 0.8x), p50 {p50:.2f}x, p99 {p99:.2f}x (target <= 1.5x)"
+    )
     errors = sum(w.errors for w in writes)
     if errors:
         print(f"  WARNING: {errors} writes failed")
-
-
-def fresh_postgres() -> str:
-    import psycopg
-
-    admin = POSTGRES.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS todoweb_bench WITH (FORCE)")
-        conn.execute("CREATE DATABASE todoweb_bench")
-    return POSTGRES
 
 
 if __name__ == "__main__":
