@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help run test lint bench clean
+.PHONY: help run test test-agents lint bench clean
 
 help:  ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -23,10 +23,10 @@ PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/todoweb
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
 test: $(STAMP)  ## Run every test: on SQLite, on PostgreSQL + Redis when they answer, then real server processes
-	$(VENV)/bin/pytest --ignore=tests/system $(PYTEST_ARGS)
+	$(VENV)/bin/pytest --ignore=tests/system --ignore=tests/agents $(PYTEST_ARGS)
 	@if $(PY) scripts/services_up.py $(PG_TEST_URL) $(REDIS_TEST_URL); then \
 		echo "== the same suite on PostgreSQL + Redis =="; \
-		DATABASE_URL=$(PG_TEST_URL) REDIS_URL=$(REDIS_TEST_URL) $(VENV)/bin/pytest --ignore=tests/system $(PYTEST_ARGS); \
+		DATABASE_URL=$(PG_TEST_URL) REDIS_URL=$(REDIS_TEST_URL) $(VENV)/bin/pytest --ignore=tests/system --ignore=tests/agents $(PYTEST_ARGS); \
 	elif [ "$$CI" = "true" ]; then \
 		echo "CI=true: PostgreSQL and Redis must be reachable for the scale-out pass"; exit 1; \
 	else \
@@ -34,6 +34,9 @@ test: $(STAMP)  ## Run every test: on SQLite, on PostgreSQL + Redis when they an
 	fi
 	@echo "== real server processes: logs, several processes, faults =="
 	PG_TEST_URL=$(PG_TEST_URL) REDIS_TEST_URL=$(REDIS_TEST_URL) $(VENV)/bin/pytest tests/system $(PYTEST_ARGS)
+
+test-agents: $(STAMP)  ## Real agent CLIs from npm (Claude Code, Codex, …) drive a real server, with scripted models
+	$(VENV)/bin/pytest tests/agents $(PYTEST_ARGS)
 
 lint: $(STAMP)  ## ruff format --check + ruff check
 	$(VENV)/bin/ruff format --check .
