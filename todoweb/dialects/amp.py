@@ -1,0 +1,232 @@
+"""Amp's `todo_write` / `todo_read`, as the Amp CLI runs them (npm `@sourcegraph/amp`
+0.0.1767830505-ga62310, `dist/main.js`; later releases dropped both tools).
+
+PEERS-MORE §9 has Amp's schema from a September 2025 thread dump (items `{id, content,
+status, priority}`, all required); the bundle's schema no longer has `priority`.
+Neither is enforced: Amp checks no tool input against its schema, and the two tools
+are, in full:
+
+    todo_write({args}) → JSON.stringify(args.todos)
+    todo_read(env)     → env.todos, the `todos` of the thread's last todo_write whose
+                         `todos` is a list (else [])
+
+So every `todo_write` is answered, in its own input's JSON:
+
+- `todos` a list: the list replaces the session's (`[]` clears it); the reply is that
+  list as JavaScript's JSON.stringify writes it (its key order, its numbers);
+- `todos` anything else (missing, null, a string, …), or arguments that are not an
+  object: nothing changes; the reply is `JSON.stringify` of that value (`undefined`
+  when there is none);
+- arguments `null`: JavaScript's TypeError, which Amp hands back as
+  `<error>Cannot read properties of null (reading 'todos')</error>` (refused here).
+
+Items are stored as they come. todo → pending, in-progress → in_progress, completed →
+completed; any other status is kept as pending with an `unknown_status` warning; a
+priority other than high/medium/low, a content that is not text and an item that is
+not an object are stored too, with a warning each.
+
+`todo_read` answers `<result>` + the list as JSON + `</result>` (Amp's rendering of a
+non-text result) and nothing for an empty list. todoweb keeps steps, not Amp's raw
+objects, so the list is rebuilt in the schema's order: `id` (the board's), `content`,
+`status` (in Amp's words; statuses Amp has no word for pass through), `priority` when
+the step has one. Chat-form arguments that are not a JSON object are todoweb's 400,
+not Amp's `undefined`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from decimal import Decimal
+from typing import Any
+
+from ..errors import InvalidInput
+from ..steps import Item, Warning
+from .base import Outcome, ToolDefinition, describe
+
+NAME = "amp"
+TOOLS = ("todo_write", "todo_read")
+SHAPE = "{todos: [{id, content, status: todo|in-progress|completed, priority}]}"
+
+TO_CANONICAL = {"todo": "pending", "in-progress": "in_progress", "completed": "completed"}
+TO_AMP = {"pending": "todo", "in_progress": "in-progress", "completed": "completed"}
+PRIORITIES = ("high", "medium", "low")
+NULL_ARGS = "<error>Cannot read properties of null (reading 'todos')</error>"
+
+
+def fits(tool: str, args: Any) -> bool:
+    """`todo_write` is shared (see ROUTES): Amp's items carry `priority`, or a status
+    only Amp uses (`todo`, `in-progress`)."""
+    todos = args.get("todos") if isinstance(args, dict) else None
+    if not isinstance(todos, list):
+        return False
+    return any(
+        isinstance(todo, dict) and ("priority" in todo or todo.get("status") in ("todo", "in-progress"))
+        for todo in todos
+    )
+
+
+def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1) -> Outcome:
+    if tool == "todo_read":
+        return Outcome(native=read_reply(current))
+    if args is None:
+        raise InvalidInput(NULL_ARGS)
+    todos = args.get("todos", UNDEFINED) if isinstance(args, dict) else UNDEFINED
+    native = js_stringify(todos)
+    if not isinstance(todos, list):
+        return Outcome(native=native)
+    warnings: list[Warning] = []
+    items = [to_item(index, todo, warnings) for index, todo in enumerate(todos)]
+    return Outcome(native=native, items=items, warnings=warnings)
+
+
+UNDEFINED: Any = type("Undefined", (), {"__repr__": lambda self: "UNDEFINED"})()
+
+
+def to_item(index: int, todo: Any, warnings: list[Warning]) -> Item:
+    where = f"Todo {index + 1}"
+    if not isinstance(todo, dict):
+        warnings.append(Warning("invalid_item", f"{where} is not an object; stored as a pending step"))
+        return Item(content=todo if isinstance(todo, str) else js_stringify(todo), status="pending")
+    step_id = todo.get("id")
+    step_id = str(step_id) if isinstance(step_id, int) and not isinstance(step_id, bool) else step_id
+    step_id = step_id if isinstance(step_id, str) and step_id else None
+    where = f"{where} ({step_id or 'no id'})"
+    content = todo.get("content")
+    if not isinstance(content, str):
+        warnings.append(Warning("invalid_content", f"{where}: content is not a string"))
+        content = "" if content is None else js_stringify(content)
+    status = todo.get("status")
+    canonical = TO_CANONICAL.get(status) if isinstance(status, str) else None
+    if canonical is None:
+        shown = status if isinstance(status, str) else js_stringify(todo.get("status", UNDEFINED))
+        warnings.append(Warning("unknown_status", f"{where}: status '{shown}' is not an Amp status; stored as pending"))
+        canonical = "pending"
+    priority = todo.get("priority")
+    if priority is not None and priority not in PRIORITIES:
+        shown = priority if isinstance(priority, str) else js_stringify(priority)
+        warnings.append(Warning("unknown_priority", f"{where}: priority '{shown}' is not high, medium or low"))
+    return Item(
+        content=content,
+        status=canonical,
+        id=step_id,
+        priority=priority if priority in PRIORITIES else None,
+    )
+
+
+def read_reply(current: list[Item]) -> str:
+    if not current:
+        return ""
+    todos = []
+    for item in current:
+        todo: dict[str, Any] = {"id": item.id, "content": item.content, "status": TO_AMP.get(item.status, item.status)}
+        if item.priority:
+            todo["priority"] = item.priority
+        todos.append(todo)
+    return f"<result>{js_stringify(todos)}</result>"
+
+
+# --- JavaScript's JSON.stringify ------------------------------------------------------
+
+ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def js_stringify(value: Any) -> str:
+    """JSON.stringify(value): compact; integer-like keys first, as JavaScript orders them;
+    numbers as JavaScript prints them; `undefined` for no value."""
+    if value is UNDEFINED:
+        return "undefined"
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value) if abs(value) < 2**53 else js_number(float(value))
+    if isinstance(value, float):
+        return js_number(value)
+    if isinstance(value, str):
+        return js_string(value)
+    if isinstance(value, list):
+        return "[" + ",".join(js_stringify(element) for element in value) + "]"
+    keys = list(value)
+    indexes = sorted((key for key in keys if is_array_index(key)), key=int)
+    ordered = indexes + [key for key in keys if not is_array_index(key)]
+    return "{" + ",".join(f"{js_string(key)}:{js_stringify(value[key])}" for key in ordered) + "}"
+
+
+def is_array_index(key: str) -> bool:
+    return bool(ARRAY_INDEX.fullmatch(key)) and int(key) < 2**32 - 1
+
+
+def js_string(text: str) -> str:
+    quoted = json.dumps(text, ensure_ascii=False)
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", quoted)
+
+
+def js_number(number: float) -> str:
+    """Number.prototype.toString for a finite double (JSON writes NaN and ±Infinity as null)."""
+    if not math.isfinite(number):
+        return "null"
+    if number == 0:
+        return "0"
+    sign = "-" if number < 0 else ""
+    _, digit_tuple, exponent = Decimal(repr(abs(number))).as_tuple()
+    digits = "".join(map(str, digit_tuple)).lstrip("0")
+    stripped = digits.rstrip("0")
+    # The value is 0.DIGITS × 10^point.
+    point = len(digits) + int(exponent)
+    digits = stripped
+    count = len(digits)
+    if count <= point <= 21:
+        text = digits + "0" * (point - count)
+    elif 0 < point <= 21:
+        text = f"{digits[:point]}.{digits[point:]}"
+    elif -6 < point <= 0:
+        text = "0." + "0" * -point + digits
+    else:
+        power = point - 1
+        text = digits[0] + (f".{digits[1:]}" if count > 1 else "") + f"e{'+' if power >= 0 else '-'}{abs(power)}"
+    return sign + text
+
+
+def definitions() -> list[ToolDefinition]:
+    # Amp's schema as PEERS-MORE quotes it (with `priority`, which SPEC lists); Amp
+    # checks none of it, so no additionalProperties either.
+    item = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "Unique identifier for the todo item"},
+            "content": {"type": "string", "description": "The content/description of the todo item"},
+            "status": {
+                "type": "string",
+                "enum": ["completed", "in-progress", "todo"],
+                "description": "The current status of the todo item",
+            },
+            "priority": {
+                "type": "string",
+                "enum": ["medium", "low", "high"],
+                "description": "The priority level of the todo item",
+            },
+        },
+        "required": ["id", "content", "status", "priority"],
+    }
+    write = {
+        "type": "object",
+        "properties": {
+            "todos": {
+                "type": "array",
+                "description": "The list of todo items. This replaces any existing todos.",
+                "items": item,
+            }
+        },
+        "required": ["todos"],
+    }
+    read = {"type": "object", "properties": {}, "required": []}
+    return [
+        ToolDefinition(name="todo_write", description=describe(NAME, "todo_write"), input_schema=write),
+        ToolDefinition(name="todo_read", description=describe(NAME, "todo_read"), input_schema=read),
+    ]
