@@ -35,14 +35,11 @@ not Amp's `undefined`.
 
 from __future__ import annotations
 
-import json
-import math
-import re
-from decimal import Decimal
 from typing import Any
 
 from ..errors import InvalidInput
 from ..steps import Item, Warning
+from ._javascript import js_json
 from .base import Outcome, ToolDefinition, describe
 
 NAME = "amp"
@@ -127,70 +124,9 @@ def read_reply(current: list[Item]) -> str:
     return f"<result>{js_stringify(todos)}</result>"
 
 
-# --- JavaScript's JSON.stringify ------------------------------------------------------
-
-ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def js_stringify(value: Any) -> str:
-    """JSON.stringify(value): compact; integer-like keys first, as JavaScript orders them;
-    numbers as JavaScript prints them; `undefined` for no value."""
-    if value is UNDEFINED:
-        return "undefined"
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value) if abs(value) < 2**53 else js_number(float(value))
-    if isinstance(value, float):
-        return js_number(value)
-    if isinstance(value, str):
-        return js_string(value)
-    if isinstance(value, list):
-        return "[" + ",".join(js_stringify(element) for element in value) + "]"
-    keys = list(value)
-    indexes = sorted((key for key in keys if is_array_index(key)), key=int)
-    ordered = indexes + [key for key in keys if not is_array_index(key)]
-    return "{" + ",".join(f"{js_string(key)}:{js_stringify(value[key])}" for key in ordered) + "}"
-
-
-def is_array_index(key: str) -> bool:
-    return bool(ARRAY_INDEX.fullmatch(key)) and int(key) < 2**32 - 1
-
-
-def js_string(text: str) -> str:
-    quoted = json.dumps(text, ensure_ascii=False)
-    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", quoted)
-
-
-def js_number(number: float) -> str:
-    """Number.prototype.toString for a finite double (JSON writes NaN and ±Infinity as null)."""
-    if not math.isfinite(number):
-        return "null"
-    if number == 0:
-        return "0"
-    sign = "-" if number < 0 else ""
-    _, digit_tuple, exponent = Decimal(repr(abs(number))).as_tuple()
-    digits = "".join(map(str, digit_tuple)).lstrip("0")
-    stripped = digits.rstrip("0")
-    # The value is 0.DIGITS × 10^point.
-    point = len(digits) + int(exponent)
-    digits = stripped
-    count = len(digits)
-    if count <= point <= 21:
-        text = digits + "0" * (point - count)
-    elif 0 < point <= 21:
-        text = f"{digits[:point]}.{digits[point:]}"
-    elif -6 < point <= 0:
-        text = "0." + "0" * -point + digits
-    else:
-        power = point - 1
-        text = digits[0] + (f".{digits[1:]}" if count > 1 else "") + f"e{'+' if power >= 0 else '-'}{abs(power)}"
-    return sign + text
+    """JSON.stringify(value), `undefined` for no value."""
+    return "undefined" if value is UNDEFINED else js_json(value)
 
 
 def definitions() -> list[ToolDefinition]:

@@ -22,6 +22,7 @@ from jsonschema.exceptions import ValidationError
 
 from ..errors import InvalidInput, InvalidJson
 from ..steps import Item
+from ._javascript import JS_WHITESPACE
 from .base import UNPARSED, Outcome, ToolDefinition, describe
 
 NAME = "gemini"
@@ -33,14 +34,6 @@ SHAPE = "{todos: [{description, status}]}"
 HANDLES_RAW = True
 
 STATUSES = ("pending", "in_progress", "completed", "cancelled", "blocked")
-
-# JavaScript's String.prototype.trim(): WhiteSpace and LineTerminator. Unlike
-# Python's str.strip() it trims U+FEFF and leaves U+001C–U+001F and U+0085 alone;
-# like it, it trims U+3000 and U+00A0 but not U+200B.
-JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
 
 # ajv (allErrors: false) checks `type` first, then `enum`, then the object keywords in
 # its vocabulary order (`required`, `additionalProperties`, `properties`), then `items`.
