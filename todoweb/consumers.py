@@ -2,8 +2,8 @@
 
 Both watch their groups through the process's hub (todoweb.live) before reading the
 current state, send that state right after `accept()`, then forward frames. Each
-socket keeps only the newest frame it has not sent (latest wins) and sends from one
-task: a slow socket skips revisions, never queues them, and never slows another
+socket keeps the newest few frames it has not sent and sends from one task: a slow
+socket skips revisions, never queues more than a few, and never slows another
 socket or a writer. Revisions only go forward: a frame older than what the socket
 showed is dropped.
 """
@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -25,6 +27,10 @@ from . import events, live
 from .selectors import current_data, dashboard_summaries, visible_projects
 from .sharing import session_for_viewer
 
+# Snapshots a session socket holds for sending: a socket that keeps up sees every
+# revision; one further behind skips the oldest (each snapshot is the whole plan).
+SNAPSHOT_BACKLOG = 4
+
 # Close codes the page understands: stop reconnecting and say why.
 FORBIDDEN = 4403
 SHARE_ENDED = 4410
@@ -36,10 +42,16 @@ def parse_time(text: str | None) -> datetime | None:
 
 def idle_at(state: str, updated_at: str | None) -> datetime | None:
     """When an active session turns idle (no write for TODOWEB_IDLE_AFTER)."""
+    return idle_deadline(state, updated_at, settings.TODOWEB_IDLE_AFTER)
+
+
+@lru_cache(maxsize=1024)
+def idle_deadline(state: str, updated_at: str | None, idle_after: int) -> datetime | None:
+    # Cached: every socket watching a session asks the same of each of its frames.
     moment = parse_time(updated_at)
     if state != "active" or moment is None:
         return None
-    return moment + timedelta(seconds=settings.TODOWEB_IDLE_AFTER)
+    return moment + timedelta(seconds=idle_after)
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -73,8 +85,13 @@ class LiveConsumer(AsyncWebsocketConsumer):
     async def send_pending(self) -> None:
         raise NotImplementedError
 
-    def offer(self, message: dict[str, Any]) -> None:
+    def offer(self, message: dict[str, Any]) -> bool:
+        """Keep the frame if it is newer than what this socket holds (the hub's pump
+        then wakes the sender); True if there is something to send."""
         raise NotImplementedError
+
+    def wake_sender(self) -> None:
+        self.wake.set()
 
     def set_timer(self, name: str, when: datetime | None, callback) -> None:
         """Call `callback` (synchronously, on the loop) at `when`; None cancels."""
@@ -114,7 +131,7 @@ class SessionConsumer(LiveConsumer):
         self.state = ""
         self.title = ""
         self.updated_at: str | None = None
-        self.next_snapshot: dict[str, Any] | None = None
+        self.next_snapshots: deque[dict[str, Any]] = deque(maxlen=SNAPSHOT_BACKLOG)
         self.next_state: dict[str, Any] | None = None
         # Watch before reading: a revision, or a revocation of the share link,
         # committed in between still reaches this socket.
@@ -133,25 +150,25 @@ class SessionConsumer(LiveConsumer):
             self.set_timer("expiry", link.expires_at, self.end_share_soon)
         self.start_sending()
 
-    def offer(self, message: dict[str, Any]) -> None:
+    def offer(self, message: dict[str, Any]) -> bool:
         kind = message["kind"]
         if kind == "session.snapshot":
-            newest = self.next_snapshot["revision"] if self.next_snapshot else self.sent
+            newest = self.next_snapshots[-1]["revision"] if self.next_snapshots else self.sent
             if message["revision"] > newest:
-                self.next_snapshot = message
+                self.next_snapshots.append(message)  # a full backlog drops its oldest
         elif kind == "session.state":
             self.next_state = message
         elif kind == "share.revoked":
             links = message.get("links")
             if self.share_link_id is not None and (links is None or self.share_link_id in links):
                 self.end_share_soon()
-            return
-        self.wake.set()
+        return bool(self.next_snapshots) or self.next_state is not None
 
     async def send_pending(self) -> None:
-        snapshot, self.next_snapshot = self.next_snapshot, None
-        if snapshot is not None and snapshot["revision"] > self.sent:
-            await self.show(snapshot["text"], snapshot)
+        while self.next_snapshots:
+            snapshot = self.next_snapshots.popleft()
+            if snapshot["revision"] > self.sent:
+                await self.show(snapshot["text"], snapshot)
         state, self.next_state = self.next_state, None
         # A state event older than the revision shown is already in that snapshot.
         if state is not None and state["revision"] >= self.sent:
@@ -171,7 +188,8 @@ class SessionConsumer(LiveConsumer):
     def turn_idle(self) -> None:
         # No write came in time (a write would have moved the timer).
         event = events.SessionState(session=self.public_id, revision=self.sent, state="idle", title=self.title)
-        self.offer(events.frames(event, events.session_group(self.public_id))[0])
+        if self.offer(events.frames(event, events.session_group(self.public_id))[0]):
+            self.wake_sender()
 
     def end_share_soon(self) -> None:
         asyncio.ensure_future(self.end_share())
@@ -214,14 +232,14 @@ class DashboardConsumer(LiveConsumer):
         self.watch_idle()
         self.start_sending()
 
-    def offer(self, message: dict[str, Any]) -> None:
+    def offer(self, message: dict[str, Any]) -> bool:
         session = message["session"]
         if message["kind"] == "session.summary":
             newest = self.pending.get(session) or self.known.get(session)
             if newest is not None and newest.get("revision", -1) > message["revision"]:
-                return
+                return bool(self.pending)
         self.pending[session] = message
-        self.wake.set()
+        return True
 
     async def send_pending(self) -> None:
         while self.pending:
@@ -249,7 +267,8 @@ class DashboardConsumer(LiveConsumer):
                 summary = info.get("summary") or json.loads(info["text"])["session"]
                 idle = events.SessionSummary(session=summary | {"state": "idle"})
                 self.known[session] = {"summary": idle.session} | idle.route()
-                self.offer(events.frames(idle, events.STAFF_GROUP)[0])
+                if self.offer(events.frames(idle, events.STAFF_GROUP)[0]):
+                    self.wake_sender()
         self.watch_idle()
 
 

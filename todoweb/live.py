@@ -9,6 +9,14 @@ unpacked once per process and offered to each local socket as the same text; eac
 socket keeps only the newest frame it has not sent yet (see consumers.py), so a slow
 socket skips to the newest revision and never queues, and a fast one sees them all.
 
+Sending is paced so that watchers never slow the writers. A frame for a group is
+kept in each socket's slot at once, but the sockets are woken to send it by one
+pump per group, SEND_BATCH at a time with the loop free for other work in between
+(an HTTP request, another group), and a group's pump rests as long as its last
+round took before the next: at most half of the loop goes to any one
+group's fan-out, however many watch it, and a busy group's watchers skip
+revisions instead of delaying anyone's write.
+
 Frames can be lost on the way: the channel layer (Redis) was down, a publish failed,
 a process died between commit and publish. Every RECONCILE_EVERY seconds the hub
 asks the database, in one query, which of the sessions watched here moved past the
@@ -44,8 +52,18 @@ CLOCK_SLACK = timedelta(seconds=2)
 RENEW_GROUPS_EVERY = timedelta(hours=1)
 
 
+# Sockets woken per turn of the event loop by a group's pump, and how long the pump
+# rests after a round, as a share of the round's time: fan-out takes at most
+# 1 / (1 + REST) of the loop.
+SEND_BATCH = 25
+REST = 1.0
+
+
 class Watcher(Protocol):
-    def offer(self, message: dict[str, Any]) -> None: ...
+    def offer(self, message: dict[str, Any]) -> bool:
+        """Keep `message` if it is newer than what the socket holds; True if it has something to send."""
+
+    def wake_sender(self) -> None: ...
 
 
 class Hub:
@@ -60,6 +78,9 @@ class Hub:
         self.revisions: dict[str, int] = {}
         self.ready: asyncio.Future | None = None
         self.tasks: list[asyncio.Task] = []
+        # Per group: the sockets that have a frame to send, and the pump sending them.
+        self.due: dict[str, set[Watcher]] = {}
+        self.pumps: dict[str, asyncio.Task] = {}
         self.renewed_at = timezone.now()
 
     async def start(self) -> None:
@@ -72,9 +93,10 @@ class Hub:
         self.tasks = [asyncio.ensure_future(self.receive_forever()), asyncio.ensure_future(self.reconcile_forever())]
 
     async def stop(self) -> None:
-        for task in self.tasks:
+        tasks = self.tasks + list(self.pumps.values())
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def watch(self, group: str, watcher: Watcher) -> None:
         """From when this returns, every frame of `group` reaches `watcher`."""
@@ -98,8 +120,32 @@ class Hub:
             return
         if message["kind"] in ("session.snapshot", "session.summary"):
             self.saw(message["session"], message["revision"])
-        for watcher in list(self.watchers.get(message["group"], ())):
-            watcher.offer(message)
+        group = message["group"]
+        due = self.due.setdefault(group, set())
+        for watcher in self.watchers.get(group, ()):
+            if watcher.offer(message):
+                due.add(watcher)
+        if due and group not in self.pumps:
+            self.pumps[group] = asyncio.ensure_future(self.pump(group))
+
+    async def pump(self, group: str) -> None:
+        """Wake the group's sockets that have a frame, a batch per turn of the loop,
+        until none has; after each round, rest as long as the round took."""
+        loop = asyncio.get_running_loop()
+        try:
+            while self.due.get(group):
+                started = loop.time()
+                due, self.due[group] = self.due[group], set()
+                for index, watcher in enumerate(due, 1):
+                    watcher.wake_sender()
+                    if index % SEND_BATCH == 0:
+                        await asyncio.sleep(0)
+                await asyncio.sleep(0)  # the last batch sends
+                await asyncio.sleep((loop.time() - started) * REST)
+        finally:
+            self.pumps.pop(group, None)
+            if not self.due.get(group):
+                self.due.pop(group, None)
 
     async def receive_forever(self) -> None:
         while True:
