@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import assert_refused
+from todoweb import dialects
 
 GEMINI = {"todos": [{"description": "a", "status": "pending"}]}
 WEKNORA = {"task": "t", "steps": [{"id": "1", "description": "a", "status": "pending"}]}
@@ -53,3 +54,56 @@ def test_tool_definitions_list_each_name_once_by_default(api):
 def test_a_dialect_named_twice_is_listed_once(api):
     tools = api.get("/api/v1/tools?dialects=gemini,gemini").json()["tools"]
     assert [tool["name"] for tool in tools] == ["write_todos"]
+
+
+# Every tool name several dialects share, with an input of each dialect's shape.
+COLLISIONS = [
+    ("todo_write", {"task": "t", "steps": [{"id": "1", "description": "a", "status": "pending"}]}, "weknora"),
+    ("todo_write", {"task": "t"}, "weknora"),  # WeKnora's own "steps is missing"
+    ("todo_write", {"merge": False, "todos": [{"id": "1", "content": "a", "status": "pending"}]}, "cursor"),
+    ("todo_write", {"merge": True, "todos": []}, "cursor"),
+    ("todo_write", {"content": "- [ ] a\n- [x] b"}, "goose"),
+    ("todo_write", {"todos": [{"id": "1", "content": "a", "status": "todo", "priority": "high"}]}, "amp"),
+    ("todo_write", {"todos": [{"id": "1", "content": "a", "status": "in-progress"}]}, "amp"),
+    ("todo_write", {"todos": [{"id": "1", "content": "a", "status": "pending"}]}, "qwen"),
+    ("todo_write", {"todos": []}, "qwen"),
+    ("write_todos", {"todos": [{"description": "a", "status": "pending"}]}, "gemini"),
+    ("write_todos", {"todos": []}, "gemini"),
+    ("write_todos", {"todos": [{"content": "a", "status": "pending"}]}, "langchain"),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "dialect"), COLLISIONS, ids=lambda v: v if isinstance(v, str) else "")
+def test_a_shared_name_is_routed_by_the_inputs_fields(tool, args, dialect):
+    assert dialects.resolve(tool, args).NAME == dialect
+
+
+@pytest.mark.parametrize("tool", sorted(dialects.ROUTES))
+def test_every_shared_name_has_its_routing_order_and_covers_its_dialects(tool):
+    owners = [module.NAME for module in dialects.tool_names()[tool]]
+    assert owners == list(dialects.ROUTES[tool])
+
+
+@pytest.mark.parametrize(("tool", "args"), [("todo_write", [1, 2]), ("todo_write", "text"), ("todo_write", 7)])
+def test_an_input_no_dialect_fits_is_a_422_naming_every_shape(api, tool, args):
+    body = assert_refused(api.call("s1", tool, args))
+    for module in dialects.tool_names()[tool]:
+        assert f"{module.NAME}: {module.SHAPE}" in body["error"]["message"]
+    assert api.revision("s1") is None
+
+
+@pytest.mark.parametrize(("tool", "args", "dialect"), COLLISIONS, ids=lambda v: v if isinstance(v, str) else "")
+def test_every_collision_is_answered_by_its_dialect_through_the_endpoint(api, tool, args, dialect):
+    r = api.call("routed", tool, args)
+    if r.status_code == 200:
+        assert r.json()["dialect"] == dialect
+    else:  # a refusal in the dialect's own words (WeKnora's missing steps)
+        assert (tool, dialect) == ("todo_write", "weknora") and "steps" in r.json()["error"]["message"]
+
+
+def test_tool_definitions_of_two_dialects_sharing_a_name_are_refused(api):
+    body = assert_refused(api.get("/api/v1/tools?dialects=gemini,langchain"))
+    assert body["error"]["message"] == (
+        "Dialects 'gemini' and 'langchain' both define the tool 'write_todos'; a model can be given only one of them"
+    )
+    assert [t["name"] for t in api.get("/api/v1/tools?dialects=langchain").json()["tools"]] == ["write_todos"]
