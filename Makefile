@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 .PHONY: help run test test-agents lint bench clean
 
 help:  ## List the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 run: $(STAMP) .run/secret-key  ## Start todoweb on http://127.0.0.1:8000 (SQLite, in-memory layer) with a demo agent
 	SECRET_KEY="$${SECRET_KEY:-$$(cat .run/secret-key)}" $(PY) manage.py start

@@ -220,3 +220,47 @@ def test_it_answers_task_list_without_writing(api):
     assert r.status_code == 200, r.content
     assert r.json()["data"]["revision"] == 1
     assert Revision.objects.count() == 1
+
+
+CODEX_URL = "/api/v1/hooks/codex"
+PLAN = {
+    "explanation": "Ship it",
+    "plan": [{"step": "Build", "status": "completed"}, {"step": "Test", "status": "in_progress"}],
+}
+
+
+def codex_hook(tool_name: str = "update_plan", tool_input: Any = None, **fields: Any) -> dict[str, Any]:
+    """Codex's PostToolUse input (as Codex 0.169 sends it to a command hook)."""
+    body = {
+        "session_id": "019a7b2c-codex-session",
+        "turn_id": "1",
+        "transcript_path": "/home/me/.codex/sessions/rollout.jsonl",
+        "cwd": "/home/me/work/shop",
+        "hook_event_name": "PostToolUse",
+        "model": "gpt-5.5",
+        "permission_mode": "default",
+        "tool_name": tool_name,
+        "tool_input": PLAN if tool_input is None else tool_input,
+        "tool_response": "Plan updated",
+        "tool_use_id": "call_abc",
+    }
+    return body | fields
+
+
+def test_it_records_codexs_update_plan_from_its_hook(api):
+    r = api.post(CODEX_URL, codex_hook())
+    assert r.status_code == 200, r.content
+    session = Session.objects.get(key="019a7b2c-codex-session")
+    revision = Revision.objects.get(session=session)
+    assert revision.dialect == "codex" and revision.call_id == "call_abc"
+    assert [(t["content"], t["status"]) for t in revision.todos] == [("Build", "completed"), ("Test", "in_progress")]
+    assert session.title == "Ship it"
+    # The same hook again (Codex retried): written once.
+    assert api.post(CODEX_URL, codex_hook()).status_code == 200
+    assert Revision.objects.filter(session=session).count() == 1
+
+
+def test_each_agents_hook_records_only_its_own_tools(api):
+    assert api.post(CODEX_URL, codex_hook("TodoWrite", {"todos": TODOS})).json()["ignored"] is True
+    assert api.post(URL, hook("update_plan", PLAN)).json()["ignored"] is True
+    assert not Revision.objects.exists()

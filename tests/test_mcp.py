@@ -49,6 +49,18 @@ def test_it_lists_the_claude_tools_by_default_and_the_dialects_asked_for(asgi_se
     assert run(names("?dialects=kimi,codex")) == ["SetTodoList", "update_plan"]
 
 
+def test_the_tools_say_they_only_write_the_agents_plan(asgi_server, token):
+    """Clients (Codex's automatic approval) run a tool unasked only when it is neither
+    destructive nor reaches outside."""
+
+    async def annotations() -> list[Any]:
+        async with mcp_client(f"{asgi_server.url}/mcp", token) as session:
+            return [tool.annotations for tool in (await session.list_tools()).tools]
+
+    for annotation in run(annotations()):
+        assert annotation.destructive_hint is False and annotation.open_world_hint is False
+
+
 def test_a_tool_call_writes_a_revision_and_answers_with_the_endpoints_text(asgi_server, token, project):
     async def write() -> Any:
         async with mcp_client(f"{asgi_server.url}/mcp?session=agent-1", token) as session:

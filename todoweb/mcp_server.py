@@ -46,11 +46,17 @@ SESSION_HEADER = b"mcp-session-id"
 DEFAULT_DIALECTS = "claude"
 # The board session of a client that names none and keeps no MCP session.
 DEFAULT_SESSION = "mcp"
+# What clients ask before running a tool without the user's approval: todoweb's tools
+# only write the agent's own plan, on this server.
+ANNOTATIONS = types.ToolAnnotations(destructive_hint=False, open_world_hint=False)
 
 
 async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
     definitions = tool_definitions(query(ctx, "dialects") or DEFAULT_DIALECTS)
-    tools = [types.Tool(name=d.name, description=d.description, input_schema=d.input_schema) for d in definitions]
+    tools = [
+        types.Tool(name=d.name, description=d.description, input_schema=d.input_schema, annotations=ANNOTATIONS)
+        for d in definitions
+    ]
     return types.ListToolsResult(tools=tools)
 
 

@@ -50,7 +50,8 @@ def parameter_schemas() -> dict[str, dict[str, Any]]:
     return {
         "session_key": {"pattern": f"^{SESSION_KEY.pattern}$", "minLength": 1, "maxLength": 200},
         "dialects": {
-            "description": "Comma-separated dialect names (none: every dialect)",
+            "description": "Comma-separated dialect names (none: each tool name once). Two dialects "
+            "that share a tool name (e.g. gemini and langchain) cannot be asked for together",
             "pattern": f"^(({names})(,({names}))*)?$",
         },
         "dialect": {

@@ -25,9 +25,13 @@ from .lookups import SESSION_KEY, check_key
 
 router = Router(tags=["hooks"])
 
-# Claude Code's todo tools: the TodoWrite snapshot, and the Task* tools that
-# replaced it (incremental, dialect `claude-tasks`).
-RECORDED_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate", "TaskGet", "TaskList"})
+# Each agent's todo tools that its hook reports. Claude Code: the TodoWrite snapshot,
+# and the Task* tools that replaced it (incremental, dialect `claude-tasks`). Codex:
+# update_plan (its hook input has Claude Code's shape).
+RECORDED_TOOLS = {
+    "claude-code": frozenset({"TodoWrite", "TaskCreate", "TaskUpdate", "TaskGet", "TaskList"}),
+    "codex": frozenset({"update_plan"}),
+}
 
 
 class HookInput(BaseModel):
@@ -78,6 +82,17 @@ def post_claude_code_hook(request: HttpRequest, reply: Literal["checklist", "nat
     The session key is `session_id`; a subagent's calls (`agent_id`) go to the child
     session `<session_id>:<agent_id>`. The answer is the tool endpoint's; other tools
     and events get 200 `{"ok": true, "ignored": true, "reason": …}`."""
+    return record_hook(request, "claude-code", reply)
+
+
+@router.post("/hooks/codex", openapi_extra=HOOK_BODY, summary="Codex PostToolUse hook")
+def post_codex_hook(request: HttpRequest, reply: Literal["checklist", "native"] | None = None) -> HttpResponse:
+    """Record an update_plan call from Codex's PostToolUse hook input (Claude Code's
+    shape: `session_id`, `tool_name`, `tool_input`, `tool_use_id`, `cwd`, …)."""
+    return record_hook(request, "codex", reply)
+
+
+def record_hook(request: HttpRequest, agent: str, reply: str | None) -> HttpResponse:
     require_write(request.auth)
     hook = validated(HookInput, json_body(request))
     check_key(hook.session_id)
@@ -89,8 +104,9 @@ def post_claude_code_hook(request: HttpRequest, reply: Literal["checklist", "nat
         )
     if hook.hook_event_name != "PostToolUse":
         return ignored(f"Only PostToolUse hooks are recorded, not {hook.hook_event_name or 'a missing event name'}")
-    if hook.tool_name not in RECORDED_TOOLS:
-        return ignored(f"Tool '{hook.tool_name}' is not a todo tool; recorded: {', '.join(sorted(RECORDED_TOOLS))}")
+    recorded = RECORDED_TOOLS[agent]
+    if hook.tool_name not in recorded:
+        return ignored(f"Tool '{hook.tool_name}' is not a todo tool; recorded: {', '.join(sorted(recorded))}")
 
     call = ToolCall("anthropic", hook.tool_name, call_id(hook.tool_use_id), hook.tool_input)
     request.tool_call = call  # so that an error answer carries the `reply` too
