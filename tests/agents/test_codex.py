@@ -34,7 +34,6 @@ MCP_RECIPE = """\
 [mcp_servers.todoweb]
 url = "http://127.0.0.1:8000/mcp?dialects=codex"
 bearer_token_env_var = "TODOWEB_TOKEN"
-default_tools_approval_mode = "approve"
 """
 UPDATE_PLAN_RECIPE = """\
 [tools.update_plan]
