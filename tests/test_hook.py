@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from todoweb.models import Revision, Session
 
 URL = "/api/v1/hooks/claude-code"
@@ -263,4 +265,59 @@ def test_it_records_codexs_update_plan_from_its_hook(api):
 def test_each_agents_hook_records_only_its_own_tools(api):
     assert api.post(CODEX_URL, codex_hook("TodoWrite", {"todos": TODOS})).json()["ignored"] is True
     assert api.post(URL, hook("update_plan", PLAN)).json()["ignored"] is True
+    assert not Revision.objects.exists()
+
+
+# What each agent's hook sends for its own todo tool (captured from the real CLIs).
+AGENT_HOOKS = [
+    (
+        "gemini-cli",
+        {
+            "hook_event_name": "AfterTool",
+            "tool_name": "write_todos",
+            "tool_input": {"todos": [{"description": "Read the code", "status": "in_progress"}]},
+            "tool_response": {"llmContent": "Successfully updated the todo list."},
+        },
+        "gemini",
+    ),
+    (
+        "qwen-code",
+        {
+            "hook_event_name": "PostToolUse",
+            "permission_mode": "default",
+            "tool_name": "todo_write",
+            "tool_input": {"todos": [{"id": "1", "content": "Read the code", "status": "in_progress"}]},
+            "tool_response": {"llmContent": "Todos have been modified successfully."},
+            "tool_use_id": "toolu_1795429506834_w8ruq1tsa",
+        },
+        "qwen",
+    ),
+    (
+        "opencode",
+        {
+            "hook_event_name": "tool.execute.after",
+            "tool_name": "todowrite",
+            "tool_input": {"todos": [{"content": "Read the code", "status": "in_progress", "priority": "high"}]},
+            "tool_use_id": "call_1",
+        },
+        "opencode",
+    ),
+]
+
+
+@pytest.mark.parametrize(("agent", "fields", "dialect"), AGENT_HOOKS, ids=[a for a, _, _ in AGENT_HOOKS])
+def test_each_agents_hook_records_its_todo_tool_in_its_dialect(api, agent, fields, dialect):
+    body = {"session_id": f"{agent}-session", "cwd": "/home/me/shop", "timestamp": "2026-11-23T10:21:58.400Z"}
+    r = api.post(f"/api/v1/hooks/{agent}", body | fields)
+    assert r.status_code == 200, r.content
+    revision = Revision.objects.get(session__key=f"{agent}-session")
+    assert revision.dialect == dialect
+    assert [(t["content"], t["status"]) for t in revision.todos] == [("Read the code", "in_progress")]
+    assert revision.session.title == "shop"
+
+
+def test_a_tool_call_that_failed_in_the_agent_is_not_recorded(api):
+    _, fields, _ = AGENT_HOOKS[0]
+    body = {"session_id": "s1"} | fields | {"tool_response": {"error": "Invalid parameters"}}
+    assert api.post("/api/v1/hooks/gemini-cli", body).json()["ignored"] is True
     assert not Revision.objects.exists()

@@ -163,3 +163,17 @@ def test_a_write_through_mcp_reaches_the_sessions_watchers(asgi_server, token, p
     frame = run(write_and_listen())
     assert frame["kind"] == "session.snapshot"
     assert json.loads(frame["text"])["revision"] == 2
+
+
+def test_unknown_dialects_are_an_mcp_error_not_a_crash(asgi_server, token):
+    from mcp.shared.exceptions import MCPError
+
+    async def list_unknown() -> str:
+        async with mcp_client(f"{asgi_server.url}/mcp?dialects=nope", token) as session:
+            try:
+                await session.list_tools()
+            except MCPError as error:
+                return error.message
+        return "no error"
+
+    assert run(list_unknown()).startswith("Unknown dialect(s): nope. Known: ")

@@ -29,6 +29,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 
 from . import events
 from .api.lookups import check_key
@@ -52,7 +53,10 @@ ANNOTATIONS = types.ToolAnnotations(destructive_hint=False, open_world_hint=Fals
 
 
 async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-    definitions = tool_definitions(query(ctx, "dialects") or DEFAULT_DIALECTS)
+    try:
+        definitions = tool_definitions(query(ctx, "dialects") or DEFAULT_DIALECTS)
+    except TodowebError as error:  # unknown dialects, or two sharing a tool name
+        raise MCPError(types.INVALID_PARAMS, error.message) from None
     tools = [
         types.Tool(name=d.name, description=d.description, input_schema=d.input_schema, annotations=ANNOTATIONS)
         for d in definitions
@@ -127,7 +131,7 @@ class McpApp:
     no lifespan to start it in)."""
 
     def __init__(self) -> None:
-        self.managers: dict[asyncio.AbstractEventLoop, StreamableHTTPSessionManager] = {}
+        self.managers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
         self.tasks: set[asyncio.Task] = set()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -143,18 +147,22 @@ class McpApp:
     async def manager(self) -> StreamableHTTPSessionManager:
         loop = asyncio.get_running_loop()
         if loop not in self.managers:
-            manager = StreamableHTTPSessionManager(
-                new_server(),
-                stateless=True,
-                # Every request must carry a bearer token, which a page rebinding
-                # a hostname to this server does not have.
-                security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            )
-            started = asyncio.Event()
-            self.managers[loop] = manager
-            self.tasks.add(loop.create_task(run(manager, started)))
-            await started.wait()
-        return self.managers[loop]
+            # Requests that arrive while it starts wait for the same start.
+            self.managers[loop] = loop.create_task(self.start())
+        return await self.managers[loop]
+
+    async def start(self) -> StreamableHTTPSessionManager:
+        manager = StreamableHTTPSessionManager(
+            new_server(),
+            stateless=True,
+            # Every request must carry a bearer token, which a page rebinding
+            # a hostname to this server does not have.
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        started = asyncio.Event()
+        self.tasks.add(asyncio.ensure_future(run(manager, started)))
+        await started.wait()
+        return manager
 
 
 async def run(manager: StreamableHTTPSessionManager, started: asyncio.Event) -> None:

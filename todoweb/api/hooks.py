@@ -1,6 +1,9 @@
-"""Claude Code's PostToolUse hook: its stdin JSON, posted here unchanged by one curl.
+"""Agents' after-tool hooks: their hook input JSON, posted here unchanged (by the
+agent's own http hook, one curl, or opencode's plugin), one endpoint per agent.
 
-Claude Code runs the hook after the tool ran, so the call already happened in the
+Claude Code, Codex and Qwen Code send PostToolUse input; Gemini CLI an AfterTool
+input of the same shape without a call id; todoweb's opencode plugin the same fields.
+The agent runs the hook after the tool ran, so the call already happened in the
 agent: todoweb only records it. Nothing here may get in the user's way: tools and
 events the board does not track are acknowledged with 200 and ignored, and the
 README's curl discards the answer (Claude Code would try to read JSON on a hook's
@@ -10,6 +13,7 @@ stdout as hook output).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -25,12 +29,24 @@ from .lookups import SESSION_KEY, check_key
 
 router = Router(tags=["hooks"])
 
-# Each agent's todo tools that its hook reports. Claude Code: the TodoWrite snapshot,
-# and the Task* tools that replaced it (incremental, dialect `claude-tasks`). Codex:
-# update_plan (its hook input has Claude Code's shape).
-RECORDED_TOOLS = {
-    "claude-code": frozenset({"TodoWrite", "TaskCreate", "TaskUpdate", "TaskGet", "TaskList"}),
-    "codex": frozenset({"update_plan"}),
+
+@dataclass(frozen=True)
+class HookAgent:
+    event: str  # the hook event that reports a finished tool call
+    tools: dict[str, str | None]  # the todo tools recorded, each with its dialect (None: by name)
+
+
+# Claude Code: the TodoWrite snapshot and the Task* tools that replaced it
+# (incremental, dialect `claude-tasks`). The others share tool names with other
+# dialects, so their hooks name the dialect.
+AGENTS = {
+    "claude-code": HookAgent(
+        "PostToolUse", dict.fromkeys(["TodoWrite", "TaskCreate", "TaskUpdate", "TaskGet", "TaskList"])
+    ),
+    "codex": HookAgent("PostToolUse", {"update_plan": "codex"}),
+    "gemini-cli": HookAgent("AfterTool", {"write_todos": "gemini"}),
+    "qwen-code": HookAgent("PostToolUse", {"todo_write": "qwen"}),
+    "opencode": HookAgent("tool.execute.after", {"todowrite": "opencode"}),
 }
 
 
@@ -47,6 +63,7 @@ class HookInput(BaseModel):
     tool_use_id: StrictStr | StrictInt | None = None
     agent_id: str | None = Field(None, json_schema_extra={"pattern": "^[A-Za-z0-9._:@-]{0,199}$"})
     agent_type: str | None = None
+    tool_response: Any = None
 
 
 HOOK_BODY = {
@@ -87,12 +104,30 @@ def post_claude_code_hook(request: HttpRequest, reply: Literal["checklist", "nat
 
 @router.post("/hooks/codex", openapi_extra=HOOK_BODY, summary="Codex PostToolUse hook")
 def post_codex_hook(request: HttpRequest, reply: Literal["checklist", "native"] | None = None) -> HttpResponse:
-    """Record an update_plan call from Codex's PostToolUse hook input (Claude Code's
-    shape: `session_id`, `tool_name`, `tool_input`, `tool_use_id`, `cwd`, …)."""
+    """Record an update_plan call from Codex's PostToolUse hook input."""
     return record_hook(request, "codex", reply)
 
 
-def record_hook(request: HttpRequest, agent: str, reply: str | None) -> HttpResponse:
+@router.post("/hooks/gemini-cli", openapi_extra=HOOK_BODY, summary="Gemini CLI AfterTool hook")
+def post_gemini_cli_hook(request: HttpRequest, reply: Literal["checklist", "native"] | None = None) -> HttpResponse:
+    """Record a write_todos call from Gemini CLI's AfterTool hook input."""
+    return record_hook(request, "gemini-cli", reply)
+
+
+@router.post("/hooks/qwen-code", openapi_extra=HOOK_BODY, summary="Qwen Code PostToolUse hook")
+def post_qwen_code_hook(request: HttpRequest, reply: Literal["checklist", "native"] | None = None) -> HttpResponse:
+    """Record a todo_write call from Qwen Code's PostToolUse hook input."""
+    return record_hook(request, "qwen-code", reply)
+
+
+@router.post("/hooks/opencode", openapi_extra=HOOK_BODY, summary="opencode plugin (tool.execute.after)")
+def post_opencode_hook(request: HttpRequest, reply: Literal["checklist", "native"] | None = None) -> HttpResponse:
+    """Record a todowrite call posted by todoweb's opencode plugin (integrations/opencode)."""
+    return record_hook(request, "opencode", reply)
+
+
+def record_hook(request: HttpRequest, name: str, reply: str | None) -> HttpResponse:
+    agent = AGENTS[name]
     require_write(request.auth)
     hook = validated(HookInput, json_body(request))
     check_key(hook.session_id)
@@ -102,13 +137,16 @@ def record_hook(request: HttpRequest, agent: str, reply: str | None) -> HttpResp
             "among letters, digits and . _ : @ -",
             details={"field": "agent_id"},
         )
-    if hook.hook_event_name != "PostToolUse":
-        return ignored(f"Only PostToolUse hooks are recorded, not {hook.hook_event_name or 'a missing event name'}")
-    recorded = RECORDED_TOOLS[agent]
-    if hook.tool_name not in recorded:
-        return ignored(f"Tool '{hook.tool_name}' is not a todo tool; recorded: {', '.join(sorted(recorded))}")
+    if hook.hook_event_name != agent.event:
+        return ignored(f"Only {agent.event} hooks are recorded, not {hook.hook_event_name or 'a missing event name'}")
+    if hook.tool_name not in agent.tools:
+        return ignored(f"Tool '{hook.tool_name}' is not a todo tool; recorded: {', '.join(sorted(agent.tools))}")
+    if isinstance(hook.tool_response, dict) and hook.tool_response.get("error"):
+        return ignored("The tool call failed in the agent: nothing changed")
 
-    call = ToolCall("anthropic", hook.tool_name, call_id(hook.tool_use_id), hook.tool_input)
+    call = ToolCall(
+        "anthropic", hook.tool_name, call_id(hook.tool_use_id), hook.tool_input, dialect=agent.tools[hook.tool_name]
+    )
     request.tool_call = call  # so that an error answer carries the `reply` too
     # A subagent's calls go to its own session, under the main one.
     child = hook.agent_id is not None
