@@ -3,6 +3,7 @@ fields decide; `?dialect=` (or the plain form's `dialect`) forces one (SPEC §3)
 
 from __future__ import annotations
 
+import jsonschema
 import pytest
 
 from tests.conftest import assert_refused
@@ -107,3 +108,14 @@ def test_tool_definitions_of_two_dialects_sharing_a_name_are_refused(api):
         "Dialects 'gemini' and 'langchain' both define the tool 'write_todos'; a model can be given only one of them"
     )
     assert [t["name"] for t in api.get("/api/v1/tools?dialects=langchain").json()["tools"]] == ["write_todos"]
+
+
+@pytest.mark.parametrize("name", sorted(dialects.dialects()))
+def test_every_dialect_gives_the_model_usable_tool_definitions(api, name):
+    tools = api.get(f"/api/v1/tools?dialects={name}&format=openai").json()["tools"]
+    assert [tool["function"]["name"] for tool in tools] == list(dialects.dialects()[name].TOOLS)
+    for tool in tools:
+        function = tool["function"]
+        assert len(function["description"]) > 20
+        jsonschema.Draft7Validator.check_schema(function["parameters"])
+        assert function["parameters"]["type"] == "object"
