@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
 from todoweb.models import Session
@@ -191,3 +192,40 @@ def test_it_shows_a_revision_with_the_session_as_it_stood_then(api):
 def test_it_documents_bearer_auth_in_openapi(client, db):
     schema = client.get("/api/v1/openapi.json").json()
     assert schema["components"]["securitySchemes"] == {"TokenAuth": {"type": "http", "scheme": "bearer"}}
+
+
+def weknora(*statuses: str) -> dict:
+    return {"steps": [{"id": str(n), "description": f"step {n}", "status": s} for n, s in enumerate(statuses, 1)]}
+
+
+@pytest.mark.parametrize(
+    ("statuses", "state"),
+    [
+        (("completed", "failed"), "failed"),
+        (("blocked", "skipped"), "failed"),  # WeKnora: skipped is cancelled
+        (("failed", "pending"), "active"),
+        (("failed", "in_progress"), "active"),
+        (("completed", "skipped"), "completed"),
+    ],
+)
+def test_a_run_that_ended_with_work_undone_has_failed(api, statuses, state):
+    """SPEC §2: nothing pending or in progress, and a step failed or blocked."""
+    body = api.call("run", "todo_write", weknora(*statuses)).json()
+    assert body["data"]["session"]["state"] == state
+    assert api.get("/api/v1/sessions/run").json()["session"]["state"] == state
+    listed = api.get(f"/api/v1/sessions?state={state}").json()["sessions"]
+    assert [s["key"] for s in listed] == ["run"]
+    others = [other for other in ("failed", "active", "completed") if other != state]
+    assert all(api.get(f"/api/v1/sessions?state={other}").json()["sessions"] == [] for other in others)
+
+
+def test_the_migration_counts_the_work_left_in_existing_sessions(api):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("todoweb.migrations.0003_session_working_steps")
+    api.call("old", "todo_write", weknora("completed", "in_progress", "pending", "failed"))
+    Session.objects.update(working_steps=0)  # as the column is added
+    migration.count_working_steps(apps, None)
+    assert Session.objects.get(key="old").working_steps == 2

@@ -116,6 +116,7 @@ class Session(models.Model):
         ACTIVE = "active"
         IDLE = "idle"
         COMPLETED = "completed"
+        FAILED = "failed"
         CLOSED = "closed"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
@@ -131,6 +132,7 @@ class Session(models.Model):
     total_steps = models.PositiveIntegerField(default=0)
     completed_steps = models.PositiveIntegerField(default=0)
     open_steps = models.PositiveIntegerField(default=0)  # neither completed nor cancelled
+    working_steps = models.PositiveIntegerField(default=0)  # pending or in progress: work remains
     current_text = models.CharField(max_length=2000, blank=True)
     rounds_since_todo = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
@@ -156,6 +158,9 @@ class Session(models.Model):
             return self.State.EMPTY
         if self.open_steps == 0:
             return self.State.COMPLETED
+        if self.working_steps == 0:
+            # Nothing left to do, and some steps failed or are blocked.
+            return self.State.FAILED
         if now - self.updated_at >= timedelta(seconds=settings.TODOWEB_IDLE_AFTER):
             return self.State.IDLE
         return self.State.ACTIVE

@@ -93,8 +93,9 @@ def state_filter(state: str, now: datetime) -> Q:
         "closed": Q(closed_at__isnull=False),
         "empty": open_ & Q(total_steps=0),
         "completed": open_ & Q(total_steps__gt=0, open_steps=0),
-        "idle": open_ & Q(open_steps__gt=0, updated_at__lte=idle_since),
-        "active": open_ & Q(open_steps__gt=0, updated_at__gt=idle_since),
+        "failed": open_ & Q(open_steps__gt=0, working_steps=0),
+        "idle": open_ & Q(working_steps__gt=0, updated_at__lte=idle_since),
+        "active": open_ & Q(working_steps__gt=0, updated_at__gt=idle_since),
     }[state]
 
 

@@ -37,7 +37,7 @@ from .envelopes import ToolCall
 from .errors import IdempotencyConflict, InvalidInput, InvalidJson, RevisionConflict
 from .models import Project, Revision, Session
 from .selectors import current_data, plan_data, session_summary
-from .steps import FINISHED, Warning
+from .steps import FINISHED, WORKING, Warning
 
 # Optimistic tries before a writer takes the lock for its whole call.
 OPTIMISTIC_ATTEMPTS = 3
@@ -227,6 +227,7 @@ def advance_session(
         "total_steps": len(todos),
         "completed_steps": sum(step["status"] == "completed" for step in todos),
         "open_steps": sum(step["status"] not in FINISHED for step in todos),
+        "working_steps": sum(step["status"] in WORKING for step in todos),
         "current_text": plan.current_text(todos)[:2000],
         "rounds_since_todo": 0,
         "updated_at": revision.created_at,

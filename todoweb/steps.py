@@ -11,6 +11,8 @@ from typing import TypedDict
 STATUSES = ("pending", "in_progress", "completed", "failed", "blocked", "cancelled")
 # Done with: neither waits for work. A step dropped in one of these states is not "dropped".
 FINISHED = frozenset({"completed", "cancelled"})
+# Work that remains: a session with none left but failed or blocked steps has failed.
+WORKING = frozenset({"pending", "in_progress"})
 # A status at a glance, in checklists, exports and the manager tool's own replies.
 MARKERS = {
     "pending": "[ ]",

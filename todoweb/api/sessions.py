@@ -26,7 +26,7 @@ MAX_BIGINT = 2**63 - 1
 
 
 class SessionsQuery(Schema):
-    state: Literal["empty", "active", "idle", "completed", "closed"] | None = None
+    state: Literal["empty", "active", "idle", "completed", "failed", "closed"] | None = None
     q: str | None = Field(None, max_length=200, pattern=r"^[^\x00]*$")
     limit: int = Field(50, ge=1, le=200)
     cursor: str | None = None
