@@ -256,3 +256,37 @@ def test_it_fits_a_phone_in_light_and_dark(shot, page_for, agent, member, dark):
     desktop.goto(f"/s/{public_id('phone-run')}/")
     wait_live(desktop)
     shot(desktop, f"panel-desktop-{scheme}")
+
+
+def test_a_run_that_ended_with_a_failed_step_shows_failed_live(shot, page_for, agent, member):
+    """SPEC §2 `failed`: on the card and the panel, in red and with ✗ (not colour alone)."""
+    steps = [
+        {"id": "1", "description": "Build", "status": "completed"},
+        {"id": "2", "description": "Deploy", "status": "in_progress"},
+    ]
+    assert (
+        agent.http.post(
+            "/api/v1/sessions/deploy/tool", json={"tool": "todo_write", "input": {"steps": steps}}
+        ).status_code
+        == 200
+    )
+    dashboard = page_for(member)
+    dashboard.goto("/")
+    wait_live(dashboard)
+    badge = dashboard.locator(".card", has_text="deploy").locator(".badge")
+    expect(badge).to_have_text("active")
+
+    steps[1]["status"] = "failed"
+    assert (
+        agent.http.post(
+            "/api/v1/sessions/deploy/tool", json={"tool": "todo_write", "input": {"steps": steps}}
+        ).status_code
+        == 200
+    )
+    expect(badge).to_have_text("failed")
+    assert "✗" in badge.evaluate("(node) => getComputedStyle(node, '::before').content")
+    panel = page_for(member)
+    panel.goto(f"/s/{public_id('deploy')}/")
+    expect(panel.locator("#state")).to_have_text("failed")
+    expect(panel.locator(".step.status-failed")).to_have_count(1)
+    shot(dashboard, "dashboard-failed")
