@@ -169,6 +169,21 @@ async def test_it_sends_a_state_event_when_the_session_turns_idle(settings, memb
     await ws.disconnect()
 
 
+async def test_a_write_postpones_the_idle_event_to_its_own_deadline(settings, api, member, session):
+    """The socket keeps one idle timer: a write after it was armed moves the deadline,
+    and the event comes only once the newest write is TODOWEB_IDLE_AFTER old."""
+    settings.TODOWEB_IDLE_AFTER = 2
+    ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    await ws.receive_json_from(TIMEOUT)
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert (await ws.receive_json_from(TIMEOUT))["revision"] == 2
+    event = await ws.receive_json_from(TIMEOUT)
+    assert (event["state"], event["revision"]) == ("idle", 2)
+    updated_at = await Session.objects.values_list("updated_at", flat=True).aget(pk=session.pk)
+    assert timezone.now() >= updated_at + timedelta(seconds=2)
+    await ws.disconnect()
+
+
 async def test_it_answers_a_ping_and_ignores_other_frames(member, session):
     ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
     await ws.receive_json_from(TIMEOUT)

@@ -23,16 +23,16 @@ if not settings.DEBUG and settings.SECRET_KEY == settings.DEVELOPMENT_SECRET_KEY
         "(`make run` keeps one in .run/secret-key)."
     )
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from .handlers import http_application  # noqa: E402
 from .routing import websocket_urlpatterns  # noqa: E402
+from .viewers import ViewerMiddleware  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": http_application(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(ViewerMiddleware(URLRouter(websocket_urlpatterns))),
     }
 )
