@@ -11,8 +11,8 @@ In-process (Django's test client on a throwaway database, no server):
 - Bytes: an agent takes a 10-step plan from start to finish (11 writes). Per write,
   the answer's body against the live frames it makes: the session snapshot every
   share-link watcher receives and the dashboard summary, raw and compressed as a
-  browser's socket gets them (permessage-deflate, one compressor per socket for the
-  socket's lifetime), plus the websocket frame header. And what a watcher downloads
+  browser's socket gets them (permessage-deflate, each message compressed on its
+  own, as the server sends it), plus the websocket frame header. And what a watcher downloads
   once: the dashboard's and the panel's HTML with every script and stylesheet they
   load, raw and gzipped.
 
@@ -29,7 +29,6 @@ import re
 import statistics
 import sys
 import tempfile
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -197,13 +196,14 @@ def wire_bytes(api: Api, items: int = 10) -> str:
 
 
 def deflated_sizes(texts: list[bytes]) -> list[int]:
-    """Each message as one socket sends it with permessage-deflate (RFC 7692, context
-    takeover: one compressor for the socket's lifetime), header included. The first
-    message is the snapshot a socket gets on connect."""
-    compressor = zlib.compressobj(wbits=-15)
+    """Each message as `manage.py serve` sends it with permessage-deflate (each message
+    compressed on its own, once for every socket: todoweb.server.SharedDeflate),
+    header included. The first message is the snapshot a socket gets on connect."""
+    from todoweb.server import WINDOW_BITS, compressed
+
     sizes = []
     for text in texts:
-        payload = (compressor.compress(text) + compressor.flush(zlib.Z_SYNC_FLUSH))[:-4]
+        payload = compressed(text, WINDOW_BITS)
         sizes.append(len(payload) + header_bytes(len(payload)))
     return sizes
 
