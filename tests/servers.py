@@ -17,6 +17,7 @@ from typing import IO
 
 import httpx
 import psycopg
+import pytest
 import redis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,6 +117,15 @@ class Server:
 
 PG_TEST_URL = os.environ.get("PG_TEST_URL", "postgres://postgres@127.0.0.1:5432/todoweb")
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def require(available: bool, what: str) -> None:
+    """Skip a test whose service is missing on a developer's machine; under CI=true, fail it."""
+    if available:
+        return
+    if IN_CI:
+        pytest.fail(f"CI=true but {what}")
+    pytest.skip(what)
 
 
 def postgres_admin_url() -> str:

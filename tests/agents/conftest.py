@@ -65,17 +65,9 @@ from tests.agents.harness import InternetTrap, Run
 from tests.agents.harness import agent_env as minimal_env
 from tests.agents.npm import InstalledCli, node_available
 from tests.agents.npm import install_cli as npm_install
-from tests.servers import IN_CI, Server, base_env, create_token, manage
+from tests.servers import Server, base_env, create_token, manage, require
 
 STAFF, STAFF_PASSWORD = "watcher", "a password for the agent tests"
-
-
-def require(available: bool, what: str) -> None:
-    if available:
-        return
-    if IN_CI:
-        pytest.fail(f"CI=true but {what}")
-    pytest.skip(what)
 
 
 class Deployment:

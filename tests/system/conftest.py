@@ -7,15 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.servers import IN_CI, RedisServer, postgres_database, postgres_up, redis_server_installed
-
-
-def require(available: bool, what: str) -> None:
-    if available:
-        return
-    if IN_CI:
-        pytest.fail(f"CI=true but {what}")
-    pytest.skip(what)
+from tests.servers import RedisServer, postgres_database, postgres_up, redis_server_installed, require
 
 
 @pytest.fixture

@@ -37,8 +37,8 @@ from tests.servers import (
     postgres_database,
     postgres_up,
     redis_server_installed,
+    require,
 )
-from tests.system.conftest import require
 from tests.system.ledger import Ledger, check_history, stored_history
 
 PASSWORD = "a long password for the multi-process test"

@@ -28,6 +28,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..steps import Item, Warning
 
 # Sentinel for `args` when the arguments text of a call is not valid JSON.
@@ -55,6 +57,33 @@ def first_errors(errors: list[str]) -> list[str]:
     if len(errors) <= MAX_REPORTED_ERRORS:
         return errors
     return [*errors[:MAX_REPORTED_ERRORS], f"… and {len(errors) - MAX_REPORTED_ERRORS} more"]
+
+
+def validation_text(exc: ValidationError) -> str:
+    """pydantic's own text, cut after MAX_REPORTED_ERRORS errors (a list of a thousand
+    bad items would otherwise make a message of megabytes)."""
+    header, *lines = str(exc).split("\n")
+    # Each error is a block: its location unindented, then its indented message lines.
+    blocks: list[list[str]] = []
+    for line in lines:
+        if line.startswith(" ") and blocks:
+            blocks[-1].append(line)
+        else:
+            blocks.append([line])
+    kept = [line for block in blocks[:MAX_REPORTED_ERRORS] for line in block]
+    if len(blocks) > MAX_REPORTED_ERRORS:
+        kept.append(f"… and {len(blocks) - MAX_REPORTED_ERRORS} more errors")
+    return "\n".join([header, *kept])
+
+
+def error_detail(error: Any) -> dict[str, Any]:
+    return {"loc": ".".join(str(part) for part in error["loc"]), "type": error["type"], "msg": error["msg"]}
+
+
+def pydantic_errors(exc: ValidationError) -> dict[str, Any]:
+    """`details` for a pydantic refusal: the first errors, and how many there were."""
+    errors = exc.errors(include_url=False, include_input=False)
+    return {"errors": [error_detail(e) for e in errors[:MAX_REPORTED_ERRORS]], "count": len(errors)}
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import InvalidInput, InvalidJson
 from ..steps import Item, Step
-from .base import MAX_REPORTED_ERRORS, UNPARSED, Outcome, ToolDefinition, describe
+from .base import UNPARSED, Outcome, ToolDefinition, describe, pydantic_errors, validation_text
 
 NAME = "kimi"
 TOOLS = ("SetTodoList",)
@@ -63,10 +63,9 @@ def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, n
     except ValidationError as exc:
         # kosong hands pydantic's own text to the model; the URLs in it name the
         # installed pydantic version (kimi-cli 1.49 ships 2.12).
-        errors = exc.errors(include_url=False, include_input=False)
         raise InvalidInput(
             f"Error validating JSON arguments: {validation_text(exc)}",
-            details={"errors": [error_detail(e) for e in errors[:MAX_REPORTED_ERRORS]], "count": len(errors)},
+            details=pydantic_errors(exc),
         ) from None
     if params.todos is None:
         return Outcome(native=read_reply(current))
@@ -82,27 +81,6 @@ def parse_arguments(raw: str) -> Any:
         return json.loads(raw or "{}", strict=False)
     except (ValueError, RecursionError) as exc:
         raise InvalidJson(f"Error parsing JSON arguments: {exc}") from None
-
-
-def validation_text(exc: ValidationError) -> str:
-    """pydantic's own text, cut after MAX_REPORTED_ERRORS errors (a list of a thousand
-    bad items would otherwise make a message of megabytes)."""
-    header, *lines = str(exc).split("\n")
-    # Each error is a block: its location unindented, then its indented message lines.
-    blocks: list[list[str]] = []
-    for line in lines:
-        if line.startswith(" ") and blocks:
-            blocks[-1].append(line)
-        else:
-            blocks.append([line])
-    kept = [line for block in blocks[:MAX_REPORTED_ERRORS] for line in block]
-    if len(blocks) > MAX_REPORTED_ERRORS:
-        kept.append(f"… and {len(blocks) - MAX_REPORTED_ERRORS} more errors")
-    return "\n".join([header, *kept])
-
-
-def error_detail(error: Any) -> dict[str, Any]:
-    return {"loc": ".".join(str(part) for part in error["loc"]), "type": error["type"], "msg": error["msg"]}
 
 
 def read_reply(current: list[Item]) -> str:

@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..errors import InvalidInput, InvalidJson
 from ..steps import Item
-from .base import MAX_REPORTED_ERRORS, Outcome, ToolDefinition, describe
+from .base import Outcome, ToolDefinition, describe, pydantic_errors, validation_text
 
 NAME = "openhands"
 TOOLS = ("task_tracker",)
@@ -117,10 +117,9 @@ def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, n
     try:
         action = TaskTrackerAction.model_validate(dict(arguments))
     except ValidationError as exc:
-        errors = exc.errors(include_url=False, include_input=False)
         raise InvalidInput(
             f"Error validating tool '{TOOL}': {validation_text(exc)}. Parameters provided: {list(arguments)!r}",
-            details={"errors": [error_detail(e) for e in errors[:MAX_REPORTED_ERRORS]], "count": len(errors)},
+            details=pydantic_errors(exc),
         ) from None
     if action.command == "view":
         return Outcome(native=view_reply(current))
@@ -199,25 +198,6 @@ def pop_meta_fields(arguments: dict[str, Any]) -> None:
 def caller_id(raw_item: Any) -> str | None:
     step_id = raw_item.get("id") if isinstance(raw_item, dict) else None
     return step_id if isinstance(step_id, str) and step_id else None
-
-
-def validation_text(exc: ValidationError) -> str:
-    """pydantic's own text, cut after MAX_REPORTED_ERRORS errors."""
-    header, *lines = str(exc).split("\n")
-    blocks: list[list[str]] = []
-    for line in lines:
-        if line.startswith(" ") and blocks:
-            blocks[-1].append(line)
-        else:
-            blocks.append([line])
-    kept = [line for block in blocks[:MAX_REPORTED_ERRORS] for line in block]
-    if len(blocks) > MAX_REPORTED_ERRORS:
-        kept.append(f"… and {len(blocks) - MAX_REPORTED_ERRORS} more errors")
-    return "\n".join([header, *kept])
-
-
-def error_detail(error: Any) -> dict[str, Any]:
-    return {"loc": ".".join(str(part) for part in error["loc"]), "type": error["type"], "msg": error["msg"]}
 
 
 def view_reply(current: list[Item]) -> str:
