@@ -104,6 +104,15 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def json_error(raw: str) -> str:
+    """Why Python's json module refuses the arguments text, in its words."""
+    try:
+        json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        return str(exc)
+    return "not a JSON value"
+
+
 def json_type(value: Any) -> str:
     """The JSON Schema type name of a decoded JSON value."""
     if value is None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import InvalidJson
 from ..steps import Item, Warning
-from .base import UNPARSED, Outcome, ToolDefinition, describe
+from .base import UNPARSED, Outcome, ToolDefinition, describe, json_error
 
 NAME = "cline"
 TOOLS = ("task_progress",)
@@ -95,14 +95,6 @@ def js_numbers(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: js_numbers(v) for k, v in value.items()}
     return value
-
-
-def json_error(raw: str) -> str:
-    try:
-        json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        return str(exc)
-    return "not a JSON value"
 
 
 def definitions() -> list[ToolDefinition]:

@@ -14,7 +14,6 @@ the schema's keywords, so the validating schema's keys are put in ajv's order fi
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from jsonschema import Draft7Validator
@@ -23,7 +22,7 @@ from jsonschema.exceptions import ValidationError
 from ..errors import InvalidInput, InvalidJson
 from ..steps import Item
 from ._javascript import JS_WHITESPACE
-from .base import UNPARSED, Outcome, ToolDefinition, describe
+from .base import UNPARSED, Outcome, ToolDefinition, describe, json_error
 
 NAME = "gemini"
 TOOLS = ("write_todos",)
@@ -64,14 +63,6 @@ def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, n
     check_semantics(todos)
     items = [Item(content=todo["description"], status=todo["status"]) for todo in todos]
     return Outcome(native=reply(todos), items=items)
-
-
-def json_error(raw: str) -> str:
-    try:
-        json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        return str(exc)
-    return "not a JSON value"
 
 
 def schema_error(params: Any) -> str | None:
