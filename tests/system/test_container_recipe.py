@@ -1,0 +1,94 @@
+"""The Docker recipe (Dockerfile, compose.yaml). Docker cannot run on the machines the
+tests run on (no daemon, no registry but PyPI, Debian and npm), so this checks what
+can be checked without it: the compose file wires the stack the README describes, and
+the image's own command — migrate, then serve with several workers — brings up a
+working server when run as it is, outside a container."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+
+from tests.servers import ROOT, base_env, free_port
+
+COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())
+DOCKERFILE = (ROOT / "Dockerfile").read_text()
+
+
+def default(value: str) -> str:
+    """The default of a `${NAME:-default}` compose variable."""
+    match = re.fullmatch(r"\$\{\w+:-(.*)\}", str(value))
+    return match.group(1) if match else str(value)
+
+
+def test_compose_runs_the_app_on_several_workers_with_postgres_redis_and_a_daily_prune():
+    services = COMPOSE["services"]
+    assert set(services) == {"app", "prune", "db", "redis"}
+    app, prune = services["app"], services["prune"]
+    assert int(default(app["environment"]["WORKERS"])) >= 2
+    for service in (app, prune):
+        assert service["environment"]["DATABASE_URL"].startswith("postgres://todoweb:todoweb@db:5432/")
+        assert service["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+        assert service["environment"]["SECRET_KEY"].startswith("${SECRET_KEY:?")  # never a default key
+    assert app["depends_on"]["db"]["condition"] == "service_healthy"
+    assert "/readyz" in " ".join(app["healthcheck"]["test"])
+    assert "manage.py prune" in " ".join(prune["command"]) and "sleep 86400" in " ".join(prune["command"])
+    assert services["db"]["image"].startswith("postgres:") and services["redis"]["image"].startswith("redis:")
+
+
+def test_the_image_runs_as_a_user_with_static_files_collected_at_build():
+    assert re.search(r"^USER (?!root)\w+", DOCKERFILE, re.M)
+    assert "collectstatic --noinput" in DOCKERFILE
+
+
+def image_command() -> list[str]:
+    return json.loads(re.search(r"^CMD (\[.*\])$", DOCKERFILE, re.M).group(1))
+
+
+def worker_count(pid: int) -> int:
+    """uvicorn's worker processes under `pid` (multiprocessing's resource tracker aside)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    commands = [Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ") for child in children]
+    return sum(b"resource_tracker" not in command for command in commands)
+
+
+def test_the_images_command_migrates_and_serves_with_several_workers(tmp_path):
+    port = free_port()
+    env = base_env(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        PORT=str(port),
+        WORKERS="2",
+        # The image's `python` is the interpreter running these tests.
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    )
+    log = (tmp_path / "server.log").open("wb")
+    process = subprocess.Popen(image_command(), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, (tmp_path / "server.log").read_text()
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+            time.sleep(0.2)
+        assert worker_count(process.pid) == 2
+        prune = subprocess.run(
+            [sys.executable, "manage.py", "prune"], cwd=ROOT, env=env, capture_output=True, timeout=60
+        )
+        assert prune.returncode == 0, prune.stderr
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        log.close()
