@@ -125,6 +125,26 @@ async def test_it_sends_one_snapshot_per_revision_with_its_changes(api, member, 
     await ws.disconnect()
 
 
+async def test_it_sends_a_persons_edit_to_watchers_and_dashboards(api, member, session):
+    panel, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    dashboard, _, _ = await connect("/ws/dashboard/", user=member)
+    await panel.receive_json_from(TIMEOUT)
+    await dashboard.receive_json_from(TIMEOUT)
+    todos = [{"id": "1", "content": "Step 0", "status": "completed"}, {"content": "Added by a person"}]
+    response = await sync_to_async(api.post)(
+        "/api/v1/sessions/run-1/edits", {"todos": todos}, headers={"If-Match": "1"}
+    )
+    assert response.status_code == 200, response.content
+    event = await panel.receive_json_from(TIMEOUT)
+    assert (event["revision"], event["author"]) == (2, "user")
+    assert [t["content"] for t in event["todos"]] == ["Step 0", "Added by a person"]
+    summary = await dashboard.receive_json_from(TIMEOUT)
+    assert summary["type"] == "session.summary" and summary["session"]["revision"] == 2
+    assert summary["session"]["trend"][-1][1] == 0.5
+    await panel.disconnect()
+    await dashboard.disconnect()
+
+
 async def test_it_never_sends_an_older_revision(api, member, session):
     ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
     current = await ws.receive_json_from(TIMEOUT)

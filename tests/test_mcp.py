@@ -177,3 +177,23 @@ def test_unknown_dialects_are_an_mcp_error_not_a_crash(asgi_server, token):
         return "no error"
 
     assert run(list_unknown()).startswith("Unknown dialect(s): nope. Known: ")
+
+
+def test_a_persons_edit_is_told_to_the_agent_on_its_next_mcp_call(asgi_server, token):
+    headers = {"Authorization": f"Bearer {token}"}
+    httpx.post(
+        f"{asgi_server.url}/api/v1/sessions/mcp-edit/tool", json={"tool": "TodoWrite", "input": PLAN}, headers=headers
+    )
+    todos = [{"id": "1", "content": "Read the code first", "status": "completed"}]
+    edit = httpx.post(
+        f"{asgi_server.url}/api/v1/sessions/mcp-edit/edits", json={"todos": todos}, headers=headers | {"If-Match": "1"}
+    )
+    assert edit.status_code == 200, edit.text
+
+    async def read() -> Any:
+        async with mcp_client(f"{asgi_server.url}/mcp?session=mcp-edit", token) as session:
+            return await session.call_tool("TodoRead", {})
+
+    text = run(read()).content[0].text
+    assert text.startswith('The user changed the plan:\n- reworded "Read the code" to "Read the code first"')
+    assert "removed" in text and "Fix <b>the</b> bug" in text

@@ -75,6 +75,7 @@ def test_it_reads_a_session_in_the_shared_shape(api):
         "changes",
         "dropped",
         "warnings",
+        "author",
         "display",
     }
     assert data["counts"] == {

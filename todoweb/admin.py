@@ -166,8 +166,8 @@ class SessionAdmin(admin.ModelAdmin):
 
 @admin.register(Revision)
 class RevisionAdmin(admin.ModelAdmin):
-    list_display = ["session", "number", "tool", "dialect", "call_id", "created_at"]
-    list_filter = ["dialect", "tool"]
+    list_display = ["session", "number", "author", "tool", "dialect", "call_id", "created_at"]
+    list_filter = ["author", "dialect", "tool"]
     search_fields = ["session__key", "session__title", "call_id"]
     list_select_related = ["session"]
 

@@ -60,6 +60,7 @@ class SessionSnapshot(Event):
     changes: list[dict[str, Any]]
     dropped: list[dict[str, Any]]
     warnings: list[dict[str, Any]]
+    author: str = "agent"
     display: dict[str, Any]
 
     def route(self) -> dict[str, Any]:

@@ -135,6 +135,12 @@ class Session(models.Model):
     working_steps = models.PositiveIntegerField(default=0)  # pending or in progress: work remains
     current_text = models.CharField(max_length=2000, blank=True)
     rounds_since_todo = models.PositiveIntegerField(default=0)
+    # The last revision the agent wrote or was told of: later ones are people's edits
+    # that its next call is answered with first.
+    agent_revision = models.PositiveIntegerField(default=0)
+    # Progress over time for the dashboard's sparkline: [unix seconds, progress] per
+    # revision, the last TREND_POINTS of them.
+    trend = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now, db_index=True)
     closed_at = models.DateTimeField(null=True, blank=True)
@@ -184,6 +190,10 @@ MAX_REVISION = 2**31 - 1
 class Revision(models.Model):
     """One accepted write: immutable, numbered 1..N within its session."""
 
+    class Author(models.TextChoices):
+        AGENT = "agent"
+        USER = "user"  # a person's edit from the board or the edits endpoint
+
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()
     tool = models.CharField(max_length=100)
@@ -195,6 +205,7 @@ class Revision(models.Model):
     changes = models.JSONField(default=list)
     dropped = models.JSONField(default=list)
     warnings = models.JSONField(default=list)
+    author = models.CharField(max_length=5, choices=Author.choices, default=Author.AGENT)
     created_at = models.DateTimeField(default=timezone.now)
     # The call's idempotency key (its tool call id, or an Idempotency-Key header): a
     # repeat of the same call is answered with `response`, the first answer, and

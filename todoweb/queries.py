@@ -29,7 +29,7 @@ TOKEN_SQL = (
 
 # The session; its parent's public id; of its current revision, what a write builds
 # on; and the earlier call with this idempotency key, if any.
-CURRENT_FIELDS = ["todos", "dropped", "changes", "warnings", "created_at"]
+CURRENT_FIELDS = ["todos", "dropped", "changes", "warnings", "author", "created_at"]
 SESSION_SQL = (
     "SELECT s.*, p.public_id AS parent_public_id, "
     + ", ".join(f"r.{name} AS current_{name}" for name in CURRENT_FIELDS)

@@ -38,6 +38,7 @@ def session_summary(session: Session, *, now: datetime | None = None) -> dict[st
         "completed": session.completed_steps,
         "progress": session.progress,
         "current": session.current_text,
+        "trend": session.trend,
     }
 
 
@@ -54,6 +55,7 @@ def plan_data(session: Session, revision: Revision | None, *, now: datetime | No
         "changes": revision.changes if revision else [],
         "dropped": revision.dropped if revision else [],
         "warnings": revision.warnings if revision else [],
+        "author": revision.author if revision else Revision.Author.AGENT,
         "display": kimi.display_block(todos),
     }
 

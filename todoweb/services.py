@@ -29,10 +29,11 @@ import orjson
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from pydantic import ValidationError as PydanticError
 
-from . import answers, dialects, events, jsonio, plan, queries, render
+from . import answers, dialects, edits, events, jsonio, plan, queries, render
 from .answers import Answer
-from .dialects.base import UNPARSED, Outcome
+from .dialects.base import UNPARSED, Outcome, pydantic_errors, validation_text
 from .envelopes import ToolCall
 from .errors import IdempotencyConflict, InvalidInput, InvalidJson, RevisionConflict
 from .models import Project, Revision, Session
@@ -43,6 +44,8 @@ from .steps import FINISHED, WORKING, Warning
 OPTIMISTIC_ATTEMPTS = 3
 TITLE_MAX_CHARS = Session._meta.get_field("title").max_length
 OWNER_MAX_CHARS = 200
+# Points kept for the dashboard's progress-over-time line.
+TREND_POINTS = 32
 
 
 class Conflict(Exception):
@@ -125,8 +128,9 @@ def record_once(
             data=current_data(session),
         )
     outcome = run_dialect(dialect, call, session, project)
+    unseen = unseen_edits(session)
     if outcome.items is None:
-        return read_answer(session, call, dialect, outcome, reply_style)
+        return read_answer(session, call, dialect, outcome, reply_style, unseen)
 
     now = timezone.now()
     previous = session.current
@@ -139,6 +143,9 @@ def record_once(
         revision=session.revision + 1,
         removed=outcome.removed,
     )
+    undone = edits.undone(unseen.edits, result.todos) if unseen else []
+    if undone:
+        outcome.warnings = [*outcome.warnings, edits.undo_warning(session.revision, undone)]
     revision = Revision(
         session=session,
         number=session.revision + 1,
@@ -155,12 +162,16 @@ def record_once(
         idempotency_key=key,
         fingerprint=call.fingerprint() if key else "",
     )
-    changed = advance_session(session, revision=revision, outcome=outcome, result=result, default_title=default_title)
+    changed = advance_session(
+        session, revision=revision, result=result, title=outcome.title, default_title=default_title
+    )
     data = plan_data(session, revision, now=now)
     if reply_style == "native":
         output = outcome.native
     else:
         output = render.checklist(data, newly_dropped=result.newly_dropped, wrote=True)
+    if unseen:
+        output = f"{unseen.notice(dialect, previous.todos)}\n\n{output}"
     data_json = orjson.dumps(data)
     written = answers.answer(call, dialect.NAME, output, data_json, outcome.extra)
     revision.response = queries.Serialised(written.body.decode()) if key else None
@@ -206,20 +217,52 @@ def run_dialect(dialect: ModuleType, call: ToolCall, session: Session, project: 
     return outcome
 
 
-def read_answer(session: Session, call: ToolCall, dialect: ModuleType, outcome: Outcome, reply_style: str) -> Answer:
+def unseen_edits(session: Session) -> edits.Unseen | None:
+    """People's changes since the agent last wrote or was told: every revision after
+    `agent_revision` is a person's edit."""
+    if session.pk is None or session.agent_revision >= session.revision:
+        return None
+    rows = Revision.objects.filter(
+        session=session, number__gte=session.agent_revision, number__lte=session.revision
+    ).values_list("number", "todos", "raw_input")
+    seen = next((todos for number, todos, _ in rows if number == session.agent_revision), [])
+    notes = [raw["note"] for number, _, raw in rows if number > session.agent_revision and raw and raw.get("note")]
+    return edits.Unseen(edits.between(seen, session.current.todos), notes)
+
+
+def read_answer(
+    session: Session,
+    call: ToolCall,
+    dialect: ModuleType,
+    outcome: Outcome,
+    reply_style: str,
+    unseen: edits.Unseen | None,
+) -> Answer:
     """A call that reads: nothing written, but the session exists from now on."""
     if session.pk is None:
         session = session_get_or_create(project=session.project, key=session.key)
     data = current_data(session)
     output = outcome.native if reply_style == "native" else render.checklist(data, newly_dropped=[], wrote=False)
+    if unseen:
+        output = f"{unseen.notice(dialect, data['todos'])}\n\n{output}"
+        # Told once: the next call starts from here.
+        Session.objects.filter(pk=session.pk, agent_revision__lt=session.revision).update(
+            agent_revision=session.revision
+        )
     return answers.answer(call, dialect.NAME, output, orjson.dumps(data), outcome.extra)
 
 
 def advance_session(
-    session: Session, *, revision: Revision, outcome: Outcome, result: plan.Reconciled, default_title: str | None
+    session: Session,
+    *,
+    revision: Revision,
+    result: plan.Reconciled,
+    title: str | None = None,
+    default_title: str | None = None,
 ) -> dict[str, Any]:
     """Move the session (in memory) to the new revision; returns the fields to write."""
     todos = result.todos
+    point = [int(revision.created_at.timestamp()), plan.progress(todos)]
     changed = {
         "revision": revision.number,
         "dialect": revision.dialect,
@@ -229,13 +272,15 @@ def advance_session(
         "open_steps": sum(step["status"] not in FINISHED for step in todos),
         "working_steps": sum(step["status"] in WORKING for step in todos),
         "current_text": plan.current_text(todos)[:2000],
-        "rounds_since_todo": 0,
         "updated_at": revision.created_at,
         # An archived session that its agent writes to again is in use: it comes back.
         "archived_at": None,
+        "trend": [*session.trend[1 - TREND_POINTS :], point],
     }
-    if outcome.title:
-        changed["title"] = outcome.title[:TITLE_MAX_CHARS]
+    if revision.author == Revision.Author.AGENT:
+        changed |= {"rounds_since_todo": 0, "agent_revision": revision.number}
+    if title:
+        changed["title"] = title[:TITLE_MAX_CHARS]
     elif not session.title and default_title:
         changed["title"] = default_title[:TITLE_MAX_CHARS]
     for field, value in changed.items():
@@ -366,6 +411,67 @@ def session_change(session: Session, *, title: str | None = None, closed: bool |
         session.save(update_fields=["title", "closed_at"])
         publish_state(session)
     return session
+
+
+def session_edit(
+    session: Session, *, todos: list[dict[str, Any]], note: str | None, if_match: int, user: Any = None
+) -> dict[str, Any]:
+    """A person's edit of the plan (SPEC §7): the whole list as they want it, made on
+    revision `if_match`. Writes a revision marked `author: user`, sends it to watchers,
+    and returns its data; the agent is told on its next call (see `unseen_edits`)."""
+    try:
+        edit = edits.PlanEdit.model_validate({"todos": todos, "note": note})
+    except PydanticError as exc:
+        raise InvalidInput(validation_text(exc), details=pydantic_errors(exc)) from None
+    project = session.project
+    items = [step.as_item() for step in edit.todos]
+    check_storable(Outcome(native="", items=items, title=edit.note))
+    apply_policy(project, Outcome(native="", items=items))
+    with write_lock(), transaction.atomic():
+        session = queries.session_for_call(project, session.key, idempotency_key=None, for_update=True)
+        if session.revision != if_match:
+            raise RevisionConflict(
+                f"The plan changed while you were editing: you edited revision {if_match}, "
+                f"the session is at revision {session.revision}",
+                details={"expected": if_match, "current": session.revision},
+                data=current_data(session),
+            )
+        now = timezone.now()
+        previous = session.current
+        kept = {item.id for item in items}
+        result = plan.reconcile(
+            previous.todos if previous else [],
+            previous.dropped if previous else [],
+            items,
+            now=now,
+            next_number=session.next_step_number,
+            revision=session.revision + 1,
+            # A step the person took out is not work the agent lost: not "dropped".
+            removed=[step["id"] for step in (previous.todos if previous else []) if step["id"] not in kept],
+        )
+        revision = Revision(
+            session=session,
+            number=session.revision + 1,
+            tool="edit",
+            dialect=session.dialect,
+            raw_input={**edit.model_dump(mode="json", exclude_none=True), "user": getattr(user, "username", None)},
+            todos=result.todos,
+            changes=result.changes,
+            dropped=result.dropped,
+            author=Revision.Author.USER,
+            created_at=now,
+        )
+        changed = advance_session(session, revision=revision, result=result)
+        write_revision(session, revision, changed)
+        data = plan_data(session, revision, now=now)
+        events.publish_on_commit(
+            public_id=session.public_id,
+            project_id=project.pk,
+            session_event=events.SessionSnapshot.model_construct(**data),
+            session_text=answers.snapshot_text(orjson.dumps(data)),
+            summary=session_summary(session, now=now),
+        )
+    return data
 
 
 def session_archive(session: Session) -> None:

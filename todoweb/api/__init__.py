@@ -179,10 +179,11 @@ def on_unexpected(request: HttpRequest, exc: Exception) -> JsonResponse:
     return error_response(request, ApiError(500, "internal_error", "Internal error; nothing was written"))
 
 
-from . import agent, hooks, sessions, share, tools  # noqa: E402
+from . import agent, edits, hooks, sessions, share, tools  # noqa: E402
 
 api.add_router("", tools.router)
 api.add_router("", hooks.router)
 api.add_router("", sessions.router)
 api.add_router("", agent.router)
 api.add_router("", share.router)
+api.add_router("", edits.router)

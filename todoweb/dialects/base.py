@@ -86,6 +86,18 @@ def pydantic_errors(exc: ValidationError) -> dict[str, Any]:
     return {"errors": [error_detail(e) for e in errors[:MAX_REPORTED_ERRORS]], "count": len(errors)}
 
 
+def inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
+    """A pydantic JSON Schema with its `$defs` inlined, for readers that resolve no
+    references (Kimi's kosong gives the model its schemas so; OpenAPI bodies)."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return inline_refs(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        return {key: inline_refs(value, defs) for key, value in schema.items() if key != "$defs"}
+    if isinstance(schema, list):
+        return [inline_refs(value, defs) for value in schema]
+    return schema
+
+
 @dataclass(frozen=True)
 class ToolDefinition:
     name: str

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import InvalidInput, InvalidJson
 from ..steps import Item, Step
-from .base import UNPARSED, Outcome, ToolDefinition, describe, pydantic_errors, validation_text
+from .base import UNPARSED, Outcome, ToolDefinition, describe, inline_refs, pydantic_errors, validation_text
 
 NAME = "kimi"
 TOOLS = ("SetTodoList",)
@@ -96,17 +96,6 @@ def display_block(todos: list[Step]) -> dict[str, Any]:
     (`display`), so a front end built for Kimi renders todoweb's data unchanged."""
     items = [{"title": step["content"], "status": TO_KIMI.get(step["status"], step["status"])} for step in todos]
     return {"type": "todo", "items": items}
-
-
-def inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
-    """kosong gives the model the pydantic schema with `$defs` inlined."""
-    if isinstance(schema, dict):
-        if "$ref" in schema:
-            return inline_refs(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
-        return {key: inline_refs(value, defs) for key, value in schema.items() if key != "$defs"}
-    if isinstance(schema, list):
-        return [inline_refs(value, defs) for value in schema]
-    return schema
 
 
 def definitions() -> list[ToolDefinition]:

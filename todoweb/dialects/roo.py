@@ -61,6 +61,17 @@ LINE_BREAK = re.compile(r"\r?\n")
 STATUS = {" ": "pending", "x": "completed", "X": "completed", "-": "in_progress", "~": "in_progress"}
 
 
+# Roo's checklist has three states; a cancelled step is left out (it is not work),
+# a failed or blocked one is still to do as far as Roo can say.
+MARK = {"completed": "[x]", "in_progress": "[-]", "pending": "[ ]", "failed": "[ ]", "blocked": "[ ]"}
+
+
+def user_edits_text(todos: list[dict[str, Any]]) -> str:
+    """Roo's answer when the person edited the list in its approval view."""
+    lines = [f"{MARK[step['status']]} {step['content']}" for step in todos if step["status"] in MARK]
+    return "User edits todo:\n\n" + "\n".join(lines)
+
+
 def fits(tool: str, args: Any) -> bool:
     return True
 

@@ -1,0 +1,147 @@
+"""People's edits to a plan: what a person changed, told to the agent in words, and the
+changes an agent's write would undo.
+
+A person edits the list (board or `POST sessions/{key}/edits`); the agent has not seen
+it. Its next call on the session is answered with the changes first, in its tool's
+own words where the real tool has them (a dialect's `user_edits_text(todos)`, e.g.
+Roo's "User edits todo:" block) and otherwise as a short list. A full-list write
+that reverts one of them is applied, with a warning naming what it undid.
+Pure functions over the stored steps (SPEC §6 dicts); no database here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .steps import FINISHED, Item, Warning
+
+# A change list longer than this is summarised: the agent needs the gist, not a log.
+MAX_LISTED = 20
+
+
+class EditedStep(BaseModel):
+    """A step as a person sends it: canonical fields (SPEC §2), the id of a step kept."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(None, min_length=1, max_length=200)
+    content: str = Field(min_length=1)
+    status: Literal["pending", "in_progress", "completed", "failed", "blocked", "cancelled"] = "pending"
+    active_form: str | None = None
+    notes: str | None = None
+    priority: Literal["high", "medium", "low"] | None = None
+    owner: str | None = None
+    blocked_by: list[str] = Field(default_factory=list, max_length=1000)
+
+    def as_item(self) -> Item:
+        return Item(**self.model_dump())
+
+
+class PlanEdit(BaseModel):
+    """The body of `POST sessions/{key}/edits`: the whole list as the person wants it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    todos: list[EditedStep] = Field(max_length=1000)
+    note: str | None = Field(None, max_length=2000)
+
+
+@dataclass(frozen=True)
+class Edit:
+    kind: str  # added, reworded, status, removed, reordered
+    step: str  # the step's id ("" for reordered)
+    content: str  # the step's text as the person left it (as it was, for removed)
+    before: Any = None
+    after: Any = None
+
+    def describe(self) -> str:
+        match self.kind:
+            case "added":
+                return f'added "{self.content}" ({self.after})'
+            case "reworded":
+                return f'reworded "{self.before}" to "{self.after}"'
+            case "status":
+                return f'marked "{self.content}" {self.after.replace("_", " ")} (was {self.before.replace("_", " ")})'
+            case "removed":
+                return f'removed "{self.content}"'
+            case _:
+                return "reordered the steps: " + ", ".join(f'"{text}"' for text in self.after)
+
+
+def between(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[Edit]:
+    """The changes from one list to the next, step by step (steps known by id)."""
+    old = {step["id"]: step for step in before}
+    new_ids = {step["id"] for step in after}
+    edits = []
+    for step in after:
+        was = old.get(step["id"])
+        if was is None:
+            edits.append(Edit("added", step["id"], step["content"], after=step["status"]))
+            continue
+        if was["content"] != step["content"]:
+            edits.append(Edit("reworded", step["id"], step["content"], before=was["content"], after=step["content"]))
+        if was["status"] != step["status"]:
+            edits.append(Edit("status", step["id"], step["content"], before=was["status"], after=step["status"]))
+    edits += [Edit("removed", step["id"], step["content"]) for step in before if step["id"] not in new_ids]
+    kept_before = [step["id"] for step in before if step["id"] in new_ids]
+    kept_after = [step for step in after if step["id"] in old]
+    if kept_before != [step["id"] for step in kept_after]:
+        edits.append(Edit("reordered", "", "", before=kept_before, after=[step["content"] for step in kept_after]))
+    return edits
+
+
+def undone(edits: list[Edit], todos: list[dict[str, Any]]) -> list[Edit]:
+    """The edits that the list `todos` (an agent's write) reverts."""
+    steps = {step["id"]: step for step in todos}
+    reverted = []
+    for edit in edits:
+        step = steps.get(edit.step)
+        match edit.kind:
+            case "added":
+                gone = step is None
+            case "reworded":
+                gone = step is None or step["content"] != edit.after
+            case "status":
+                # A step checked off or cancelled may leave the list: it is not work lost.
+                gone = step["status"] != edit.after if step else edit.after not in FINISHED
+            case "removed":
+                gone = step is not None
+            case _:
+                order = [step_id for step_id in (s["id"] for s in todos) if step_id in set(edit.before)]
+                gone = order == edit.before
+        if gone:
+            reverted.append(edit)
+    return reverted
+
+
+def listed(edits: list[Edit]) -> str:
+    lines = [f"- {edit.describe()}" for edit in edits[:MAX_LISTED]]
+    if len(edits) > MAX_LISTED:
+        lines.append(f"- and {len(edits) - MAX_LISTED} more changes")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Unseen:
+    """The people's edits an agent has not been told of yet."""
+
+    edits: list[Edit]
+    notes: list[str]
+
+    def notice(self, dialect: ModuleType, todos: list[dict[str, Any]]) -> str:
+        """What the agent is told first, in its tool's words if it has them; `todos` is
+        the list as the people left it."""
+        own_words = getattr(dialect, "user_edits_text", None)
+        text = own_words(todos) if own_words else "The user changed the plan:\n" + listed(self.edits)
+        return "\n\n".join([text, *(f"The user's note: {note}" for note in self.notes)])
+
+
+def undo_warning(revision: int, edits: list[Edit]) -> Warning:
+    return Warning(
+        "undoes_user_edit",
+        f"This write undoes the user's edit of revision {revision}, which you had not seen:\n{listed(edits)}",
+    )
