@@ -321,3 +321,18 @@ def test_a_tool_call_that_failed_in_the_agent_is_not_recorded(api):
     body = {"session_id": "s1"} | fields | {"tool_response": {"error": "Invalid parameters"}}
     assert api.post("/api/v1/hooks/gemini-cli", body).json()["ignored"] is True
     assert not Revision.objects.exists()
+
+
+def test_it_gives_claude_code_a_persons_edit_as_context_for_the_model(api):
+    api.post(URL, hook())
+    todos = [{"id": "1", "content": "Reproduce the bug", "status": "completed"}]
+    assert (
+        api.post(f"/api/v1/sessions/{SESSION_ID}/edits", {"todos": todos}, headers={"If-Match": "1"}).status_code == 200
+    )
+    body = api.post(URL, hook(tool_use_id="toolu_02")).json()
+    context = body["hookSpecificOutput"]
+    assert context["hookEventName"] == "PostToolUse"
+    assert context["additionalContext"].startswith('The user changed the plan:\n- removed "Write the fix"')
+    assert body["output"].startswith(context["additionalContext"])
+    # Told once.
+    assert "hookSpecificOutput" not in api.post(URL, hook(tool_use_id="toolu_03")).json()

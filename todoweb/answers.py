@@ -22,9 +22,12 @@ class Answer:
     body: bytes  # {"ok": true, "tool", "dialect", "output", "data"}, without the reply
     reply: dict[str, Any]
     replayed: bool = False
+    notice: str | None = None  # people's edits the agent was told of first (edits.py)
 
-    def response(self) -> HttpResponse:
-        content = self.body[:-1] + b',"reply":' + orjson.dumps(self.reply) + b"}"
+    def response(self, **extra: Any) -> HttpResponse:
+        """The HTTP answer; `extra` fields (a hook's output for its agent) go at the end."""
+        added = orjson.dumps(extra)[1:-1] if extra else b""
+        content = self.body[:-1] + b',"reply":' + orjson.dumps(self.reply) + (b"," + added if added else b"") + b"}"
         response = HttpResponse(content, content_type="application/json")
         if self.replayed:
             response["Idempotent-Replayed"] = "true"

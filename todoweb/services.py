@@ -170,10 +170,12 @@ def record_once(
         output = outcome.native
     else:
         output = render.checklist(data, newly_dropped=result.newly_dropped, wrote=True)
-    if unseen:
-        output = f"{unseen.notice(dialect, previous.todos)}\n\n{output}"
+    notice = unseen.notice(dialect, previous.todos) if unseen else None
+    if notice:
+        output = f"{notice}\n\n{output}"
     data_json = orjson.dumps(data)
     written = answers.answer(call, dialect.NAME, output, data_json, outcome.extra)
+    written.notice = notice
     revision.response = queries.Serialised(written.body.decode()) if key else None
     write_revision(session, revision, changed)
     events.publish_on_commit(
@@ -243,13 +245,16 @@ def read_answer(
         session = session_get_or_create(project=session.project, key=session.key)
     data = current_data(session)
     output = outcome.native if reply_style == "native" else render.checklist(data, newly_dropped=[], wrote=False)
-    if unseen:
-        output = f"{unseen.notice(dialect, data['todos'])}\n\n{output}"
+    notice = unseen.notice(dialect, data["todos"]) if unseen else None
+    if notice:
+        output = f"{notice}\n\n{output}"
         # Told once: the next call starts from here.
         Session.objects.filter(pk=session.pk, agent_revision__lt=session.revision).update(
             agent_revision=session.revision
         )
-    return answers.answer(call, dialect.NAME, output, orjson.dumps(data), outcome.extra)
+    read = answers.answer(call, dialect.NAME, output, orjson.dumps(data), outcome.extra)
+    read.notice = notice
+    return read
 
 
 def advance_session(

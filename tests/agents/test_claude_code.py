@@ -285,3 +285,76 @@ def test_it_records_claude_codes_calls_of_the_mcp_tool(
 def shell_words(line: str) -> list[str]:
     """A README command line as the shell splits it (nothing to expand in single quotes)."""
     return shlex.split(line)
+
+
+# A person rewords the second step on the board after the agent's first call.
+EDITED = [
+    {"id": "1", "content": "Read the code", "status": "in_progress"},
+    {"id": "2", "content": "Fix the bug and add a regression test", "status": "pending"},
+]
+EDIT_NOTICE = 'The user changed the plan:\n- reworded "Fix the bug" to "Fix the bug and add a regression test"'
+
+
+def edit_after_first_call(todoweb, token: str, board) -> Script:
+    """The TodoWrite script, with the person's edit made once the board showed revision 1."""
+
+    def before_turn(turn: int) -> None:
+        board.before_turn(turn)
+        if turn == 1:
+            with todoweb.api(token) as api:
+                [session] = api.get("/api/v1/sessions").raise_for_status().json()["sessions"]
+                edit = api.post(
+                    f"/api/v1/sessions/{session['key']}/edits", json={"todos": EDITED}, headers={"If-Match": "1"}
+                )
+                edit.raise_for_status()
+
+    turns = [Turn(text="Let me track this.", calls=(call,)) for call in TODOWRITE.calls[:2]]
+    turns.append(Turn(text="The bug is fixed."))
+    return Script(turns, before_turn=before_turn)
+
+
+def holds(request, text: str) -> bool:
+    """Whether `text` is somewhere in the request's JSON (in any string of it)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1] in json.dumps(request.body, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("route", ["http-hook", "mcp-json"])
+def test_a_persons_edit_on_the_board_reaches_claude_codes_model(
+    claude, todoweb, token, board, internet_trap, agent_env, workdir, tmp_path, route
+):
+    """The edit round trip with no code on the agent's side: the hook's answer carries
+    it as additional context; the MCP tool's answer starts with it."""
+    script_ = edit_after_first_call(todoweb, token, board)
+    if route == "http-hook":
+        settings = workdir / ".claude" / "settings.json"
+        settings.parent.mkdir()
+        settings.write_text(json.dumps(at(todoweb.url, HTTP_HOOK), indent=2))
+        args = ["--session-id", str(uuid.uuid4())]
+    else:
+        (workdir / ".mcp.json").write_text(json.dumps(at(todoweb.url, MCP_JSON), indent=2))
+        script_.turns[:2] = [
+            Turn(text="Let me track this.", calls=(Call(f"mcp__todoweb__{call.name}", call.input),))
+            for call in TODOWRITE.calls[:2]
+        ]
+        args = ["--allowedTools", "mcp__todoweb"]
+    with FakeAnthropic(script_) as fake:
+        env = env_for(agent_env, fake, token, TODOWRITE.env)
+        run = run_cli(
+            [str(claude.executable), "-p", PROMPT, *args, "--output-format", "json"],
+            env=env,
+            cwd=workdir,
+            log_dir=tmp_path / "logs",
+            name="claude",
+        )
+    context = failure_context(run, fake, internet_trap, todoweb)
+    assert run.returncode == 0 and fake.errors == [], context
+    turns = {request.turn: request for request in fake.turns()}
+    # The model's request after its second call holds the person's change.
+    assert holds(turns[2], EDIT_NOTICE), context
+    assert not holds(turns[1], EDIT_NOTICE), context
+    if route == "mcp-json":
+        assert tool_results(turns[2])[0]["text"].startswith(EDIT_NOTICE), context
+    [revisions] = recorded(todoweb, token).values()
+    assert [(r["revision"], r["author"]) for r in revisions] == [(1, "agent"), (2, "user"), (3, "agent")], context
+    # The agent's second call still said "Fix the bug": it undid the edit it had not seen, and was told.
+    assert [w["code"] for w in revisions[2]["warnings"]] == ["undoes_user_edit"], context

@@ -34,6 +34,9 @@ router = Router(tags=["hooks"])
 class HookAgent:
     event: str  # the hook event that reports a finished tool call
     tools: dict[str, str | None]  # the todo tools recorded, each with its dialect (None: by name)
+    # The agent reads `hookSpecificOutput.additionalContext` in its hook's answer and
+    # gives it to the model: how people's edits reach it (its http hook).
+    reads_context: bool = False
 
 
 # Claude Code: the TodoWrite snapshot and the Task* tools that replaced it
@@ -41,7 +44,9 @@ class HookAgent:
 # dialects, so their hooks name the dialect.
 AGENTS = {
     "claude-code": HookAgent(
-        "PostToolUse", dict.fromkeys(["TodoWrite", "TaskCreate", "TaskUpdate", "TaskGet", "TaskList"])
+        "PostToolUse",
+        dict.fromkeys(["TodoWrite", "TaskCreate", "TaskUpdate", "TaskGet", "TaskList"]),
+        reads_context=True,
     ),
     "codex": HookAgent("PostToolUse", {"update_plan": "codex"}),
     "gemini-cli": HookAgent("AfterTool", {"write_todos": "gemini"}),
@@ -158,6 +163,10 @@ def record_hook(request: HttpRequest, name: str, reply: str | None) -> HttpRespo
         reply_style=reply or request.auth.project.reply_style,
         default_title=folder_name(hook.cwd),
     )
+    if answer.notice and agent.reads_context:
+        # The model already has the tool's own answer: people's edits go in as context.
+        context = {"hookEventName": agent.event, "additionalContext": answer.notice}
+        return answer.response(hookSpecificOutput=context)
     return answer.response()
 
 
