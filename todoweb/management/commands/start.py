@@ -17,6 +17,8 @@ from ...tokens import token_create
 
 PASSWORD_FILE = settings.BASE_DIR / ".run" / "admin-password"
 TOKEN_FILE = settings.BASE_DIR / ".run" / "demo-token"
+# With the demo on, its waiting agent shows as idle after a minute, not ten.
+DEMO_IDLE_AFTER = 60
 
 
 class Command(BaseCommand):
@@ -57,11 +59,18 @@ class Command(BaseCommand):
             )
         )
         if not no_demo and "demo" in get_commands():
+            self.shorten_idle()
             threading.Thread(
                 target=call_command, args=("demo",), kwargs={"url": url, "token": raw_token}, daemon=True
             ).start()
-            self.stdout.write("A demo agent is driving a few sessions; watch them on the board.\n")
+            self.stdout.write("Demo agents keep a fixed set of sessions (demo-*) moving; watch them on the board.\n")
         serve(host=host, port=port, log_level="warning")
+
+    def shorten_idle(self) -> None:
+        """The server runs in this process: its settings are read on each use. An
+        explicit TODOWEB_IDLE_AFTER wins."""
+        if "TODOWEB_IDLE_AFTER" not in os.environ:
+            settings.TODOWEB_IDLE_AFTER = DEMO_IDLE_AFTER
 
     def demo_token(self) -> str:
         """The project 'demo' token of `make run`: made once, kept in .run/ (gitignored)
