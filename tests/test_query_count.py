@@ -34,7 +34,11 @@ def test_it_writes_in_at_most_five_queries_whatever_the_length(api, project, n):
     later = queries_of(api, f"s{n}", todos(n, "in_progress"))
     assert len(first) <= MAX_QUERIES_PER_WRITE + 1, first  # + the new session's INSERT
     assert len(later) <= MAX_QUERIES_PER_WRITE, later
-    assert [q.split()[0] for q in later[-3:]] == ["SELECT", "UPDATE", "INSERT"], later
+    if connection.vendor == "postgresql":
+        # The session read, then one statement that moves the session and inserts the revision.
+        assert [q.split()[0] for q in later[-2:]] == ["SELECT", "WITH"], later
+    else:
+        assert [q.split()[0] for q in later[-3:]] == ["SELECT", "UPDATE", "INSERT"], later
 
 
 def test_it_answers_a_replay_in_two_queries_and_writes_nothing(api):

@@ -296,6 +296,11 @@ def advance_session(
 def write_revision(session: Session, revision: Revision, changed: dict[str, Any]) -> None:
     """Move the session to the new revision and insert it. Raises Conflict (or, for a
     session created meanwhile, IntegrityError) when another writer got there first."""
+    if connection.vendor == "postgresql" and session.pk is not None:
+        if not queries.advance_and_insert(session, changed, revision):
+            raise Conflict()
+        session.current = revision
+        return
     with write_lock(), transaction.atomic():
         parent = session.parent
         if parent is not None and parent.pk is None:
