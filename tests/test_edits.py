@@ -32,6 +32,7 @@ def edited(api, key="s1", *, note=None):
     ]
     response = edit(api, key, todos, if_match='"1"', note=note)
     assert response.status_code == 200, response.content
+    assert response["ETag"] == '"2"'
     return response.json()
 
 
@@ -137,6 +138,15 @@ def test_a_write_that_undoes_an_unseen_edit_is_applied_with_a_warning_naming_it(
     assert '- added "Ask for review" (pending)' in warning["message"]
     assert "Run the tests" in warning["message"]
     assert "undoes the user's edit" in stale["reply"]["content"]
+
+
+def test_putting_back_a_step_the_person_removed_is_named_too(api):
+    api.call("s1", "TodoWrite", {"todos": PLAN})
+    kept = [{"id": "1", "content": "Read the issue", "status": "completed"}]
+    assert edit(api, "s1", kept, if_match=1).status_code == 200
+    stale = api.call("s1", "TodoWrite", {"todos": PLAN}).json()
+    (warning,) = stale["data"]["warnings"]
+    assert '- removed "Write the fix"' in warning["message"] and '- removed "Run the tests"' in warning["message"]
 
 
 def test_a_stale_edit_is_refused_with_the_current_plan_and_changes_nothing(api):

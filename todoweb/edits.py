@@ -109,7 +109,8 @@ def undone(edits: list[Edit], todos: list[dict[str, Any]]) -> list[Edit]:
                 # A step checked off or cancelled may leave the list: it is not work lost.
                 gone = step["status"] != edit.after if step else edit.after not in FINISHED
             case "removed":
-                gone = step is not None
+                # Back under its id, or (from a tool without ids) by its text.
+                gone = step is not None or any(s["content"] == edit.content for s in todos)
             case _:
                 order = [step_id for step_id in (s["id"] for s in todos) if step_id in set(edit.before)]
                 gone = order == edit.before

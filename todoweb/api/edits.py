@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
 from django.utils.http import parse_etags
 from ninja import Router
 
@@ -51,13 +49,16 @@ EDIT_BODY = {
     openapi_extra=EDIT_BODY,
     summary="A person edits the plan; the agent is told on its next call",
 )
-def post_edit(request: HttpRequest, session_key: str) -> dict[str, Any]:
+def post_edit(request: HttpRequest, session_key: str) -> JsonResponse:
     require_write(request.auth)
     if_match = revision_in(request.headers.get("If-Match"))
     payload = validated(PlanEdit, json_body(request))
     session = get_session(request.auth, session_key)
     todos = [step.model_dump(exclude_none=True) for step in payload.todos]
-    return session_edit(session, todos=todos, note=payload.note, if_match=if_match, user=None)
+    data = session_edit(session, todos=todos, note=payload.note, if_match=if_match, user=None)
+    response = JsonResponse(data)
+    response["ETag"] = f'"{data["revision"]}"'  # the If-Match of the next edit
+    return response
 
 
 def revision_in(if_match: str | None) -> int:
