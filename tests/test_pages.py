@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.staticfiles import finders
 
 from tests.conftest import MEMBER_PASSWORD
+from todoweb import views
 from todoweb.models import Project, Session
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
@@ -70,12 +72,63 @@ def test_it_lets_staff_see_every_project(client, session):
 def test_it_filters_the_first_render(api, member_client, session):
     api.call("done-run", "TodoWrite", plan("completed"))
     html = member_client.get("/?state=completed").content.decode()
-    assert 'data-key="done-run" data-updated' in html.replace('"\n', '"')  # present
-    assert html.count(" hidden>") >= 1
-    run1 = html.split('data-key="run-1"')[1].split(">")[0]
-    assert "hidden" in run1
+    assert 'data-key="done-run"' in html and 'data-key="run-1"' not in html
     html = member_client.get("/?q=DONE").content.decode()
-    assert "hidden" not in html.split('data-key="done-run"')[1].split(">")[0]
+    assert 'data-key="done-run"' in html and 'data-key="run-1"' not in html
+    html = member_client.get("/?dialect=kimi").content.decode()
+    assert "data-key=" not in html and "No session matches these filters." in html
+
+
+def test_it_counts_every_session_by_state_and_puts_the_counts_in_the_title(api, member_client, session, monkeypatch):
+    monkeypatch.setattr(views, "DASHBOARD_PAGE", 2)
+    api.call("done-run", "TodoWrite", plan("completed"))
+    api.call("failed-run", "todo_write", {"steps": [{"id": "1", "description": "Deploy", "status": "failed"}]})
+    api.call("other-run", "TodoWrite", plan("in_progress"))
+    html = member_client.get("/").content.decode()
+    assert html.count('class="card"') == 2  # a page; the totals count them all
+    totals = html.split('id="totals"')[1].split("</nav>")[0]
+    assert re.search(r'data-state=""[^>]*>\s*<span class="n">4</span>', totals)
+    assert re.search(r'data-state="active"[^>]*>\s*<span class="n">2</span>', totals)
+    assert re.search(r'data-state="failed"[^>]*>\s*<span class="n">1</span>', totals)
+    assert "<title>1 failed · 2 active · Sessions · todoweb</title>" in html
+    assert "Showing 2 of 4" in html
+    # A total is a link to the same view filtered to its state (and back).
+    assert 'href="?state=failed"' in totals
+    html = member_client.get("/?state=failed").content.decode()
+    assert 'aria-current="true"' in html.split('data-state="failed"')[1].split(">")[0]
+
+
+def test_it_answers_older_pages_and_counts_as_json(api, member_client, session, monkeypatch):
+    monkeypatch.setattr(views, "DASHBOARD_PAGE", 2)
+    for key in ["a", "b", "c"]:
+        api.call(f"run-{key}", "TodoWrite", plan("in_progress"))
+    json_get = lambda query: member_client.get(f"/{query}", headers={"Accept": "application/json"}).json()  # noqa: E731
+    first = json_get("?before=")
+    assert [s["key"] for s in first["sessions"]] == ["run-c", "run-b"]
+    second = json_get(f"?before={first['next']}")
+    assert [s["key"] for s in second["sessions"]] == ["run-a", "run-1"] and second["next"] is None
+    assert "trend" in second["sessions"][0]
+    counts = json_get(f"?count_before={first['sessions'][1]['updated_at']}")
+    assert counts == {"counts": {"empty": 0, "active": 2, "idle": 0, "completed": 0, "failed": 0, "closed": 0}}
+    assert json_get(f"?q=run-a&count_before={first['next']}")["counts"]["active"] == 1
+    assert json_get(f"?q=run-c&count_before={first['next']}")["counts"]["active"] == 0
+    assert json_get("?q=run-a&state=active&before=")["sessions"][0]["key"] == "run-a"
+
+
+def test_it_draws_progress_over_time_on_each_card(api, member_client):
+    api.call("spark", "TodoWrite", plan("pending", "pending"))
+    api.call("spark", "TodoWrite", plan("completed", "pending"))
+    html = member_client.get("/").content.decode()
+    polyline = re.search(r'<svg class="spark"[^>]*aria-label="([^"]*)"><polyline points="([^"]*)"', html)
+    assert polyline.group(1) == "Progress over time: from 0% to 50%"
+    # x runs 0..100 (by time, or by revision within one second); y 19 is 0 %, 1 is 100 %.
+    assert polyline.group(2) == "0,19 100,10"
+
+
+def test_it_draws_a_flat_line_without_history():
+    assert views.sparkline_points([], 0.5) == "0,10 100,10"
+    assert views.sparkline_points(None, 1.0) == "0,1 100,1"
+    assert views.sparkline_points([[100, 0.0], [110, 0.5], [140, 1.0]], 1.0) == "0,19 25,10 100,1"
 
 
 def test_it_nests_subagents_under_their_parent(api, member_client, session):

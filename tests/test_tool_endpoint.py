@@ -172,3 +172,10 @@ def test_it_takes_the_session_title_from_nothing_but_keeps_it(api):
     api.patch("/api/v1/sessions/s1", {"title": "Release 1.0"})
     r = api.call("s1", "TodoWrite", {"todos": TODOS})
     assert r.json()["data"]["session"]["title"] == "Release 1.0"
+
+
+def test_the_answer_names_the_project_by_its_slug(api, project):
+    data = api.call("s1", "TodoWrite", {"todos": TODOS}).json()["data"]
+    assert (project.name, project.slug) == ("Alpha", "alpha")
+    assert data["session"]["project"] == "alpha"
+    assert api.get("/api/v1/sessions/s1").json()["session"]["project"] == "alpha"

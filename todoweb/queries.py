@@ -18,7 +18,12 @@ from psycopg.types.json import Jsonb
 
 from .models import ApiToken, Project, Revision, Session
 
-PROJECT_FIELDS = ["id", "slug", "name", "single_in_progress", "max_items", "max_content_chars", "reply_style"]
+# In the model's field order: `Model.from_db` fills a partial row's fields in that order.
+PROJECT_FIELDS = [
+    field.attname
+    for field in Project._meta.concrete_fields
+    if field.attname in {"id", "slug", "name", "single_in_progress", "max_items", "max_content_chars", "reply_style"}
+]
 
 # What authentication needs of a token (the rest stays deferred) and of its project.
 TOKEN_SQL = (

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from . import plan
@@ -114,12 +115,62 @@ def visible_sessions(user) -> QuerySet[Session]:
     return sessions.filter(project__members=user)
 
 
-# The dashboard shows the most recently active sessions, up to this many.
+# The dashboard's socket sends the most recently active sessions, up to this many;
+# the page asks for older ones a page at a time and counts every session by state.
 DASHBOARD_LIMIT = 500
 
 
-def dashboard_summaries(user) -> list[dict[str, Any]]:
-    """The summaries of the sessions a user may see, newest activity first."""
+def dashboard_sessions(user, *, project: str = "", dialect: str = "", q: str = "") -> QuerySet[Session]:
+    """The sessions a user may see, narrowed by project, dialect and a search of title or key."""
+    sessions = visible_sessions(user)
+    if project:
+        sessions = sessions.filter(project__slug=project)
+    if dialect:
+        sessions = sessions.filter(dialect=dialect)
+    if q:
+        sessions = sessions.filter(Q(title__icontains=q) | Q(key__icontains=q))
+    return sessions
+
+
+def dashboard_summaries(
+    user,
+    *,
+    project: str = "",
+    dialect: str = "",
+    state: str = "",
+    q: str = "",
+    before: datetime | None = None,
+    ids: Collection[str] | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """The summaries of the sessions a user may see, newest activity first: all of them
+    up to DASHBOARD_LIMIT, or those that match, last active before `before`."""
     now = timezone.now()
-    sessions = visible_sessions(user).order_by("-updated_at", "-pk")[:DASHBOARD_LIMIT]
+    sessions = dashboard_sessions(user, project=project, dialect=dialect, q=q)
+    if state:
+        sessions = sessions.filter(state_filter(state, now))
+    if before is not None:
+        sessions = sessions.filter(updated_at__lt=before)
+    if ids is not None:
+        sessions = sessions.filter(public_id__in=ids)
+    sessions = sessions.order_by("-updated_at", "-pk")[: limit or DASHBOARD_LIMIT]
     return [session_summary(session, now=now) for session in sessions]
+
+
+def dashboard_totals(
+    user, *, project: str = "", dialect: str = "", q: str = "", before: datetime | None = None
+) -> dict[str, int]:
+    """How many of the sessions a user may see (that match, last active before `before`)
+    are in each state: one aggregate query, whatever their number."""
+    now = timezone.now()
+    sessions = dashboard_sessions(user, project=project, dialect=dialect, q=q)
+    if before is not None:
+        sessions = sessions.filter(updated_at__lt=before)
+    counts = {state: Count("pk", filter=state_filter(state, now)) for state in Session.State.values}
+    return sessions.aggregate(**counts)
+
+
+def dashboard_dialects(user) -> list[str]:
+    """The dialects the user's sessions were written in, for the dashboard's filter."""
+    dialects = visible_sessions(user).exclude(dialect="").order_by("dialect").values_list("dialect", flat=True)
+    return list(dialects.distinct())

@@ -5,7 +5,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from . import health, views
+from . import board_actions, health, views
 from .api import api
 
 urlpatterns = [
@@ -19,6 +19,8 @@ urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("s/<str:public_id>/", views.session_panel, name="session"),
     path("s/<str:public_id>/revisions/<int:number>.json", views.revision_json, name="session-revision"),
+    path("s/<str:public_id>/history.json", views.history_json, name="session-history"),
+    path("s/<str:public_id>/actions/", include(board_actions)),
     path("s/<str:public_id>/export.json", views.export_json, name="session-export-json"),
     path("s/<str:public_id>/export.md", views.export_md, name="session-export-md"),
 ]

@@ -17,12 +17,24 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from . import plan
+from .board_actions import action_urls, active_share_links
 from .models import MAX_REVISION, Revision, Session
-from .selectors import current_data, dashboard_summaries, revision_data, session_summary, visible_projects
+from .selectors import (
+    DASHBOARD_LIMIT,
+    current_data,
+    dashboard_dialects,
+    dashboard_summaries,
+    dashboard_totals,
+    revision_data,
+    session_summary,
+    visible_projects,
+)
 from .sharing import session_for_viewer
 from .steps import MARKERS
 
@@ -49,43 +61,193 @@ def family_order(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return roots
 
 
+# Cards the dashboard renders first, and adds per "Show more".
+DASHBOARD_PAGE = 100
+# The totals at the top of the dashboard, in the order a person scans them.
+TOTALS_ORDER = ["active", "idle", "failed", "completed", "empty", "closed"]
+GROUPINGS = {"project": "By project", "dialect": "By dialect"}
+
+
 @login_required
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
-    project = request.GET.get("project", "")
+    """Every session the user may see, newest activity first, a page at a time; the
+    totals by state count them all. Filters come from the query (bookmarkable) and
+    apply in the database, to the first render too. The page's script asks this view
+    for JSON (`Accept: application/json`) for older pages and fresh counts."""
+    filters = dashboard_filters(request)
+    if request.headers.get("Accept", "").startswith("application/json"):
+        response = dashboard_json(request, filters)
+    else:
+        response = dashboard_page(request, filters)
+    patch_vary_headers(response, ["Accept"])
+    return response
+
+
+def dashboard_filters(request: HttpRequest) -> dict[str, str]:
     state = request.GET.get("state", "")
-    q = request.GET.get("q", "").strip()
-    summaries = [with_times(summary) for summary in dashboard_summaries(request.user)]
-    # Filters apply to the first render too (and without JavaScript); the page
-    # script applies the same rules to live rows.
-    shown = {s["id"] for s in summaries if summary_matches(s, project=project, state=state, q=q)}
-    # A parent stays visible while one of its subagents matches.
-    shown |= {s["parent"] for s in summaries if s["id"] in shown and s["parent"]}
-    families = family_order(summaries)
+    return {
+        "project": request.GET.get("project", ""),
+        "dialect": request.GET.get("dialect", ""),
+        "state": state if state in Session.State.values else "",
+        "q": request.GET.get("q", "").strip(),
+    }
+
+
+def query_time(request: HttpRequest, name: str) -> datetime | None:
+    try:
+        moment = plan.parse_iso(request.GET.get(name, "").replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment is None or moment.tzinfo else None
+
+
+def matching_page(
+    request: HttpRequest, filters: dict[str, str], before: datetime | None
+) -> tuple[list[dict[str, Any]], bool]:
+    """A page of the sessions that match, newest first, and whether older ones match too."""
+    page = dashboard_summaries(request.user, **filters, before=before, limit=DASHBOARD_PAGE + 1)
+    return page[:DASHBOARD_PAGE], len(page) > DASHBOARD_PAGE
+
+
+def with_parents(request: HttpRequest, page: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The page and the parents of its subagents: a parent shows while one of them does."""
+    ids = {s["id"] for s in page}
+    parents = {s["parent"] for s in page if s["parent"] and s["parent"] not in ids}
+    return page + (dashboard_summaries(request.user, ids=parents) if parents else [])
+
+
+def dashboard_json(request: HttpRequest, filters: dict[str, str]) -> JsonResponse:
+    """`before=<time>`: the next page of matching sessions last active before then (empty:
+    the first page), and `next`, where the page after it starts (null: there is none).
+    `count_before=<time>`: how many sessions (any state) matching the other filters were
+    last active before then, by state (the page counts the newer ones it holds itself)."""
+    body: dict[str, Any] = {}
+    if "before" in request.GET:
+        page, more = matching_page(request, filters, query_time(request, "before"))
+        body |= {"sessions": with_parents(request, page), "next": page[-1]["updated_at"] if more else None}
+    count_before = query_time(request, "count_before")
+    if count_before is not None:
+        base = {k: v for k, v in filters.items() if k != "state"}
+        body["counts"] = dashboard_totals(request.user, **base, before=count_before)
+    return JsonResponse(body)
+
+
+def dashboard_page(request: HttpRequest, filters: dict[str, str]) -> HttpResponse:
+    group = request.GET.get("group", "")
+    group = group if group in GROUPINGS else ""
+    page, more = matching_page(request, filters, query_time(request, "before"))
+    shown = with_parents(request, page)
+    totals = dashboard_totals(request.user, **{k: v for k, v in filters.items() if k != "state"})
+    families = family_order([card(summary) for summary in shown])
     return render(
         request,
         "dashboard.html",
         {
-            "families": families,
-            "shown": shown,
+            "groups": grouped(families, group),
+            "totals": totals_links(request, totals, filters["state"]),
+            "all_count": sum(totals.values()),
+            "shown_count": len(shown),
+            "matching_count": totals[filters["state"]] if filters["state"] else sum(totals.values()),
+            "more_href": older_href(request, page) if more else "",
+            "tab_title": tab_title(totals),
             "projects": list(visible_projects(request.user).values_list("slug", flat=True)),
-            "states": Session.State.values,
-            "filters": {"project": project, "state": state, "q": q},
-            "config": {"ws": "/ws/dashboard/", "idleAfter": settings.TODOWEB_IDLE_AFTER},
-            "count": len(summaries),
+            "dialects": dashboard_dialects(request.user),
+            "groupings": GROUPINGS,
+            "filters": filters | {"group": group},
+            "config": {
+                "ws": "/ws/dashboard/",
+                "idleAfter": settings.TODOWEB_IDLE_AFTER,
+                "page": DASHBOARD_PAGE,
+                "snapshotLimit": DASHBOARD_LIMIT,
+                "states": TOTALS_ORDER,
+                # Their sparklines are drawn above: the script gets the summaries without.
+                "sessions": [{k: v for k, v in s.items() if k != "trend"} for s in shown],
+                "next": page[-1]["updated_at"] if more else None,
+                "totals": totals,
+            },
         },
     )
 
 
-def summary_matches(summary: dict[str, Any], *, project: str, state: str, q: str) -> bool:
-    if project and summary["project"] != project:
-        return False
-    if state and summary["state"] != state:
-        return False
-    if q:
-        needle = q.lower()
-        return needle in (summary["title"] or "").lower() or needle in summary["key"].lower()
-    return True
+def card(summary: dict[str, Any]) -> dict[str, Any]:
+    """What a card shows beyond the summary: times, the bar's percentage, the sparkline."""
+    return with_times(summary) | {
+        "spark": sparkline_points(summary.get("trend"), summary["progress"]),
+        "spark_label": sparkline_label(summary.get("trend"), summary["progress"]),
+    }
+
+
+# The sparkline's viewBox is 100 × 20; dashboard.js draws it the same way from live data.
+def sparkline_points(trend: list[list[float]] | None, progress: float) -> str:
+    """Progress over time as SVG polyline points: x by time (by revision when they share
+    a second), y by progress; without history, a flat line at the current progress."""
+    points = trend or [[0, progress]]
+    if len(points) == 1:
+        points = [[0, points[0][1]], [1, points[0][1]]]
+    start, span = points[0][0], points[-1][0] - points[0][0]
+    last = len(points) - 1
+    coords = []
+    for index, (moment, value) in enumerate(points):
+        x = (moment - start) / span * 100 if span > 0 else index / last * 100
+        coords.append(f"{round(x, 1):g},{round(19 - value * 18, 1):g}")
+    return " ".join(coords)
+
+
+def sparkline_label(trend: list[list[float]] | None, progress: float) -> str:
+    first = round((trend[0][1] if trend else progress) * 100)
+    return f"Progress over time: from {first}% to {round(progress * 100)}%"
+
+
+def grouped(families: list[dict[str, Any]], group: str) -> list[dict[str, Any]]:
+    """Families in sections by project or dialect, the section with the newest activity first."""
+    if not group:
+        return [{"name": "", "families": families}]
+    sections: dict[str, list[dict[str, Any]]] = {}
+    for family in families:
+        sections.setdefault(family[group] or "no dialect", []).append(family)
+    return [{"name": name, "families": members, "alerts": alerts(members)} for name, members in sections.items()]
+
+
+def alerts(families: list[dict[str, Any]]) -> str:
+    """What a section's header says needs a look: '1 failed · 2 idle'."""
+    states = []
+    for family in families:
+        states += [family["state"]] + [child["state"] for child in family["children"]]
+    return " · ".join(f"{states.count(state)} {state}" for state in ("failed", "idle") if state in states)
+
+
+def totals_links(request: HttpRequest, totals: dict[str, int], current: str) -> list[dict[str, Any]]:
+    """The totals by state, each a link to the dashboard filtered to that state (again: all)."""
+    links = []
+    for state in ["", *TOTALS_ORDER]:
+        query = request.GET.copy()
+        query.pop("before", None)
+        query.pop("state", None)
+        if state and state != current:
+            query["state"] = state
+        links.append(
+            {
+                "state": state,
+                "count": totals[state] if state else sum(totals.values()),
+                "href": f"?{query.urlencode()}" if query else "?",
+                "current": state == current,
+            }
+        )
+    return links
+
+
+def older_href(request: HttpRequest, page: list[dict[str, Any]]) -> str:
+    """The next page without JavaScript: sessions last active before the oldest shown."""
+    query = request.GET.copy()
+    query["before"] = page[-1]["updated_at"]
+    return f"?{query.urlencode()}"
+
+
+def tab_title(totals: dict[str, int]) -> str:
+    """What needs a look first, in the tab's title: '2 failed · 3 idle · 12 active · …'."""
+    counts = [f"{totals[state]} {state}" for state in ("failed", "idle", "active") if totals[state]]
+    return " · ".join([*counts, "Sessions · todoweb"])
 
 
 def viewer_session(request: HttpRequest, public_id: str) -> tuple[Session, str | None] | HttpResponse:
@@ -128,6 +290,9 @@ def session_panel(request: HttpRequest, session: Session, share: str | None) -> 
     data = current_data(session)
     base = session.get_absolute_url()
     query = share_query(share)
+    # Members act from the panel; a share link's holder only watches.
+    can_act = share is None
+    for_members = {"actions": action_urls(session), "csrfToken": get_token(request)} if can_act else {}
     response = render(
         request,
         "session.html",
@@ -138,17 +303,21 @@ def session_panel(request: HttpRequest, session: Session, share: str | None) -> 
             "todos": decorate(data["todos"]),
             "dropped": decorate(data["dropped"]),
             "shared": share is not None,
+            "can_act": can_act,
+            "share_links": active_share_links(session) if can_act else 0,
             "export_json": f"{base}export.json{query}",
             "export_md": f"{base}export.md{query}",
             "children": [session_summary(c) for c in session.children.filter(archived_at__isnull=True)],
             "config": {
                 "ws": f"/ws/sessions/{session.public_id}/{query}",
                 "revisionUrl": f"{base}revisions/{{n}}.json{query}",
+                "historyUrl": f"{base}history.json{query}",
                 "exportJson": f"{base}export.json{query}",
                 "exportMd": f"{base}export.md{query}",
                 "idleAfter": settings.TODOWEB_IDLE_AFTER,
                 "initial": data,
-            },
+            }
+            | for_members,
         },
     )
     # The share token is in the URL: keep it out of Referer headers.
@@ -189,6 +358,36 @@ def revision_json(request: HttpRequest, public_id: str, number: int) -> HttpResp
     if row is None:
         raise Http404("No such revision")
     return JsonResponse(revision_data(session, row) | {"at": plan.iso(row.created_at), "tool": row.tool})
+
+
+@require_GET
+def history_json(request: HttpRequest, public_id: str) -> HttpResponse:
+    """Progress over time, for the panel's timeline chart (browser session or share link)."""
+    found = viewer_session(request, public_id)
+    if isinstance(found, HttpResponse):
+        return JsonResponse({"ok": False, "error": {"code": "forbidden", "message": "No access"}}, status=403)
+    session, _ = found
+    return JsonResponse(progress_history(session))
+
+
+def progress_history(session: Session) -> dict[str, list[list[Any]]]:
+    """Per revision `[number, at, completed, total, author]`, and every status change
+    `[number, step id, from, to]` (`from` None: the step appeared; `to` None: it left).
+
+    Counted from each revision's `changes` rather than its steps: one query that
+    reads a few changes per revision instead of every revision's whole list."""
+    revisions: list[list[Any]] = []
+    changes: list[list[Any]] = []
+    completed = total = 0
+    rows = Revision.objects.filter(session=session).order_by("number")
+    for number, created_at, moved, author in rows.values_list("number", "created_at", "changes", "author"):
+        for change in moved:
+            before, after = change["from"], change["to"]
+            total += (after is not None) - (before is not None)
+            completed += (after == "completed") - (before == "completed")
+            changes.append([number, change["id"], before, after])
+        revisions.append([number, plan.iso(created_at), completed, total, author])
+    return {"revisions": revisions, "changes": changes}
 
 
 def revisions_for_export(session: Session) -> list[dict[str, Any]]:

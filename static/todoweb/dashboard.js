@@ -1,18 +1,104 @@
-// The dashboard: every visible session, newest activity first, subagents under
-// their parent; server-rendered first, then kept live from /ws/dashboard/.
+// The dashboard: every visible session in a dense grid, newest activity first,
+// subagents under their parent, totals by state at the top. Server-rendered first,
+// then kept live from /ws/dashboard/.
+//
+// What the page knows about: the server's first page of matching sessions, then the
+// socket's snapshot of the most recently active sessions (all of them when there are
+// fewer than its limit), then every change. Older sessions come from the server a
+// page at a time. The totals count every session: those the page holds, plus (when
+// the snapshot is not all of them) the server's counts of the older ones.
 import { LiveSocket, el, readConfig, setBadge, setProgress, setText, showConnection, timeAgo } from "./live.js";
 
 const config = readConfig("dashboard-config");
+const STATES = config.states;
 const root = document.querySelector(".dashboard");
 const list = document.getElementById("sessions");
 const indicator = document.getElementById("conn");
-const filters = { q: document.getElementById("q"), project: document.getElementById("project"), state: document.getElementById("state") };
+const totalsNav = document.getElementById("totals");
+const moreLink = document.getElementById("more");
+const showing = document.getElementById("showing");
+const emptyNote = document.getElementById("empty-note");
+const notice = document.getElementById("notice");
+const notifyAll = document.getElementById("notify-all");
+const inputs = {
+  q: document.getElementById("q"),
+  project: document.getElementById("project"),
+  dialect: document.getElementById("dialect"),
+  group: document.getElementById("group"),
+};
 const announcer = el("p", { class: "sr-only", "aria-live": "polite" });
 root.append(announcer);
 
-const sessions = new Map(); // id -> summary
-const cards = new Map(); // id -> <li>
-for (const card of list.querySelectorAll(".card")) cards.set(card.dataset.id, card);
+const filters = {
+  q: inputs.q.value.trim(),
+  project: inputs.project.value,
+  dialect: inputs.dialect.value,
+  state: new URLSearchParams(location.search).get("state") || "",
+  group: inputs.group.value,
+};
+if (!STATES.includes(filters.state)) filters.state = "";
+
+// Opt-in notifications: the sessions watched (or all of them), kept in this browser.
+const notificationsSupported = "Notification" in window;
+const watched = new Set(JSON.parse(localStorage.getItem("todoweb.watched") || "[]"));
+let watchingAll = localStorage.getItem("todoweb.watchAll") === "1";
+
+// --- what the page knows --------------------------------------------------------
+
+// A point in time, as the server wrote it (for queries) and in ms (to compare).
+const mark = (iso) => ({ iso, ms: Date.parse(iso) });
+const NOTHING_OLDER = { iso: null, ms: -Infinity };
+const NOT_KNOWN = { iso: null, ms: Infinity };
+const time = (s) => Date.parse(s.updated_at);
+
+const summaries = new Map(); // id -> summary
+for (const s of config.sessions) summaries.set(s.id, s);
+// The socket's snapshot: `complete` when it held every session, else the oldest it held.
+let snapshot = null;
+// How far down the server's pages for the current filters reach.
+let pages = config.next ? mark(config.next) : NOTHING_OLDER;
+// The server's counts by state of the sessions older than the snapshot's oldest.
+let olderCounts = null;
+let limit = config.page;
+// Bumped when the filters change: answers asked for under older filters are dropped.
+const generations = { list: 0, counts: 0 };
+let fetchingPage = false;
+let pageTimer = null;
+
+// Every session that matches the filters and was last active at or after this moment is known.
+function coverage() {
+  const fromSnapshot = snapshot === null ? NOT_KNOWN : snapshot.complete ? NOTHING_OLDER : snapshot.floor;
+  return fromSnapshot.ms <= pages.ms ? fromSnapshot : pages;
+}
+
+function matchesBase(s) {
+  if (filters.project && s.project !== filters.project) return false;
+  if (filters.dialect && (s.dialect || "") !== filters.dialect) return false;
+  const q = filters.q.toLowerCase();
+  return !q || (s.title || "").toLowerCase().includes(q) || s.key.toLowerCase().includes(q);
+}
+
+const matches = (s) => matchesBase(s) && (!filters.state || s.state === filters.state);
+
+// --- cards ----------------------------------------------------------------------
+
+const cards = new Map(); // id -> <li>, kept while the session is known
+const arrived = new Set(); // sessions new since the page loaded: their cards light up once
+const filled = new WeakMap(); // <li> -> the summary it shows
+const heads = new Map(); // group name -> <li class="group-head">
+for (const card of list.querySelectorAll(".card")) {
+  cards.set(card.dataset.id, card);
+  filled.set(card, summaries.get(card.dataset.id));
+}
+for (const head of list.querySelectorAll(".group-head")) heads.set(head.dataset.group, head);
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attributes, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  node.append(...children);
+  return node;
+}
 
 function newCard(s) {
   return el(
@@ -23,6 +109,17 @@ function newCard(s) {
       { class: "card-head" },
       el("a", { class: "card-title", href: s.url }),
       el("span", { class: "badge" }),
+      el(
+        "button",
+        {
+          type: "button",
+          class: "watch",
+          "aria-pressed": "false",
+          title: "Notify me when it completes, fails or goes idle",
+          hidden: !notificationsSupported,
+        },
+        svg("svg", { viewBox: "0 0 16 16", "aria-hidden": "true" }, svg("use", { href: "#bell" })),
+      ),
     ),
     el(
       "p",
@@ -30,8 +127,7 @@ function newCard(s) {
       el("span", { class: "project" }),
       " · ",
       el("span", { class: "dialect" }),
-      " · ",
-      el("span", { class: "key" }),
+      el("span", { class: "key-part" }, " · ", el("span", { class: "key" })),
       " · ",
       el("time"),
     ),
@@ -44,6 +140,11 @@ function newCard(s) {
         el("span"),
       ),
       el("span", { class: "count" }),
+      svg(
+        "svg",
+        { class: "spark", viewBox: "0 0 100 20", preserveAspectRatio: "none", role: "img" },
+        svg("polyline", { "vector-effect": "non-scaling-stroke" }),
+      ),
     ),
     el(
       "p",
@@ -55,140 +156,473 @@ function newCard(s) {
   );
 }
 
+const round1 = (value) => Math.round(value * 10) / 10;
+
+// Progress over time as polyline points in a 100 × 20 box: x by time (by revision when
+// they share a second), y by progress; no history: a flat line at the current progress.
+// views.sparkline_points draws the same on the server.
+function sparkPoints(trend, progress) {
+  let points = trend && trend.length ? trend : [[0, progress]];
+  if (points.length === 1) points = [[0, points[0][1]], [1, points[0][1]]];
+  const start = points[0][0];
+  const span = points[points.length - 1][0] - start;
+  const last = points.length - 1;
+  return points
+    .map(([moment, value], index) => {
+      const x = span > 0 ? ((moment - start) / span) * 100 : (index / last) * 100;
+      return `${round1(x)},${round1(19 - value * 18)}`;
+    })
+    .join(" ");
+}
+
+function sparkLabel(trend, progress) {
+  const first = Math.round((trend && trend.length ? trend[0][1] : progress) * 100);
+  return `Progress over time: from ${first}% to ${Math.round(progress * 100)}%`;
+}
+
 function fillCard(card, s) {
-  Object.assign(card.dataset, { project: s.project, state: s.state, title: s.title || "", key: s.key, updated: s.updated_at });
+  const name = s.title || s.key;
+  Object.assign(card.dataset, {
+    project: s.project,
+    dialect: s.dialect || "",
+    state: s.state,
+    key: s.key,
+    updated: s.updated_at,
+  });
   const link = card.querySelector(".card-title");
   link.setAttribute("href", s.url);
-  setText(link, s.title || s.key);
+  setText(link, name);
   setBadge(card.querySelector(".badge"), s.state);
+  const watch = card.querySelector(".watch");
+  watch.setAttribute("aria-label", `Notify me about ${name}`);
+  watch.setAttribute("aria-pressed", String(watched.has(s.id)));
   setText(card.querySelector(".project"), s.project);
   setText(card.querySelector(".dialect"), s.dialect || "—");
+  card.querySelector(".key-part").hidden = !s.title;
   setText(card.querySelector(".key"), s.key);
-  const time = card.querySelector("time");
-  time.setAttribute("datetime", s.updated_at);
-  setText(time, timeAgo(s.updated_at));
+  const clock = card.querySelector("time");
+  clock.setAttribute("datetime", s.updated_at);
+  setText(clock, timeAgo(s.updated_at));
   setProgress(card.querySelector(".bar"), s.completed, s.total);
   setText(card.querySelector(".count"), `${s.completed}/${s.total}`);
+  // The page's own summaries carry no trend: the server drew their lines.
+  if (s.trend !== undefined) {
+    const spark = card.querySelector(".spark");
+    spark.setAttribute("aria-label", sparkLabel(s.trend, s.progress));
+    spark.firstElementChild.setAttribute("points", sparkPoints(s.trend, s.progress));
+  }
   const current = card.querySelector(".current");
   current.hidden = !s.current || s.state === "completed" || s.state === "closed";
   setText(card.querySelector(".current-text"), s.current);
+  filled.set(card, s);
 }
 
-function containerFor(s) {
-  const parent = s.parent && cards.get(s.parent);
-  return parent ? parent.querySelector(":scope > .children") : list;
-}
-
-function upsert(s) {
-  const isNew = !cards.has(s.id);
-  let card = cards.get(s.id);
+function cardFor(family) {
+  let card = cards.get(family.s.id);
   if (!card) {
-    card = newCard(s);
-    cards.set(s.id, card);
-    card.classList.add("fresh");
+    card = newCard(family.s);
+    cards.set(family.s.id, card);
+    if (arrived.delete(family.s.id)) card.classList.add("fresh");
   }
-  sessions.set(s.id, s);
-  fillCard(card, s);
-  const container = containerFor(s);
-  if (card.parentElement !== container) container.append(card);
-  // Subagents that arrived before their parent move under it.
-  for (const other of sessions.values()) {
-    if (other.parent === s.id) {
-      const child = cards.get(other.id);
-      const children = card.querySelector(":scope > .children");
-      if (child && child.parentElement !== children) children.append(child);
+  if (filled.get(card) !== family.s) fillCard(card, family.s);
+  place(card.querySelector(":scope > .children"), family.children.map(cardFor));
+  return card;
+}
+
+function groupHead(section) {
+  let head = heads.get(section.name);
+  if (!head) {
+    head = el(
+      "li",
+      { class: "group-head", "data-group": section.name },
+      el("h2", {}, section.name, " ", el("span", { class: "group-count" }), " ", el("span", { class: "group-alerts" })),
+    );
+    heads.set(section.name, head);
+  }
+  setText(head.querySelector(".group-count"), section.families.length);
+  // What needs a look in this section: '1 failed · 2 idle' (views.alerts says the same).
+  const states = [];
+  const collect = (family) => {
+    states.push(family.s.state);
+    family.children.forEach(collect);
+  };
+  section.families.forEach(collect);
+  const alerts = ["failed", "idle"]
+    .map((state) => [state, states.filter((s) => s === state).length])
+    .filter(([, n]) => n)
+    .map(([state, n]) => `${n} ${state}`);
+  setText(head.querySelector(".group-alerts"), alerts.join(" · "));
+  return head;
+}
+
+// Puts exactly `nodes`, in this order, in `container`: moves only what moved.
+function place(container, nodes) {
+  nodes.forEach((node, index) => {
+    if (container.children[index] !== node) container.insertBefore(node, container.children[index] || null);
+  });
+  while (container.children.length > nodes.length) container.lastElementChild.remove();
+}
+
+// --- what is shown ----------------------------------------------------------------
+
+const newestFirst = (a, b) => b.newest - a.newest || (a.s.id < b.s.id ? -1 : 1);
+
+// The families to show, newest activity first: a session shows when it matches and is
+// within what the page knows; its parent shows with it.
+function families() {
+  const floor = coverage().ms;
+  const childrenOf = new Map();
+  const tops = [];
+  for (const s of summaries.values()) {
+    if (s.parent && summaries.has(s.parent)) {
+      if (!childrenOf.has(s.parent)) childrenOf.set(s.parent, []);
+      childrenOf.get(s.parent).push(s);
+    } else {
+      tops.push(s);
     }
   }
-  return isNew;
-}
-
-function familyUpdated(card) {
-  let newest = card.dataset.updated || "";
-  for (const child of card.querySelectorAll(":scope > .children > .card")) {
-    const t = familyUpdated(child);
-    if (t > newest) newest = t;
+  function family(s) {
+    const children = (childrenOf.get(s.id) || []).map(family).filter(Boolean).sort(newestFirst);
+    if (!children.length && !(matches(s) && time(s) >= floor)) return null;
+    return { s, children, newest: Math.max(time(s), ...children.map((c) => c.newest)) };
   }
-  return newest;
+  return tops.map(family).filter(Boolean).sort(newestFirst);
 }
 
-function order(container) {
-  const items = [...container.children].filter((node) => node.classList.contains("card"));
-  const keyed = items.map((card) => [familyUpdated(card), card]);
-  keyed.sort((a, b) => (a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : 0));
-  keyed.forEach(([, card], index) => {
-    if (container.children[index] !== card) container.insertBefore(card, container.children[index] || null);
-    order(card.querySelector(":scope > .children"));
-  });
-}
-
-function matches(card) {
-  const q = filters.q.value.trim().toLowerCase();
-  const { project, state, title, key } = card.dataset;
-  if (filters.project.value && project !== filters.project.value) return false;
-  if (filters.state.value && state !== filters.state.value) return false;
-  return !q || (title || "").toLowerCase().includes(q) || (key || "").toLowerCase().includes(q);
-}
-
-// A card shows when it matches, or when one of its subagents does.
-function applyFilters(container = list) {
-  let any = false;
-  for (const card of container.querySelectorAll(":scope > .card")) {
-    const childShown = applyFilters(card.querySelector(":scope > .children"));
-    card.hidden = !(matches(card) || childShown);
-    any = any || !card.hidden;
+function sections(shown) {
+  if (!filters.group) return [{ name: "", families: shown }];
+  const byName = new Map();
+  for (const family of shown) {
+    const name = family.s[filters.group] || "no dialect";
+    if (!byName.has(name)) byName.set(name, []);
+    byName.get(name).push(family);
   }
-  return any;
+  return [...byName].map(([name, members]) => ({ name, families: members }));
 }
 
-function refresh() {
-  order(list);
-  applyFilters();
-  document.getElementById("empty-note").hidden = cards.size > 0;
+const sessionsIn = (family) => 1 + family.children.reduce((n, child) => n + sessionsIn(child), 0);
+
+let renderScheduled = false;
+function scheduleRender() {
+  if (renderScheduled) return;
+  renderScheduled = true;
+  requestAnimationFrame(render);
 }
 
-function onFilter() {
+function render() {
+  renderScheduled = false;
+  const shown = families();
+  const nodes = [];
+  let count = 0;
+  let sessionsShown = 0;
+  for (const section of sections(shown)) {
+    if (count >= limit) break;
+    const members = section.families.slice(0, limit - count);
+    if (section.name) nodes.push(groupHead(section));
+    for (const family of members) {
+      nodes.push(cardFor(family));
+      sessionsShown += sessionsIn(family);
+    }
+    count += members.length;
+  }
+  place(list, nodes);
+  const olderOnServer = coverage().ms > -Infinity;
+  emptyNote.hidden = shown.length > 0 || olderOnServer;
+  const counts = countTotals();
+  const anySession = counts ? Object.values(counts).some(Boolean) : true;
+  emptyNote.querySelector(".no-match").hidden = !anySession;
+  emptyNote.querySelector(".none-yet").hidden = anySession;
+  const more = shown.length > limit || olderOnServer;
+  moreLink.hidden = !more;
+  const matching = counts && (filters.state ? counts[filters.state] : Object.values(counts).reduce((a, b) => a + b, 0));
+  setText(showing, more && counts ? `Showing ${sessionsShown} of ${matching}, most recently active first` : "");
+  if (shown.length < limit && olderOnServer) fetchPageSoon();
+}
+
+// --- totals and the tab title -----------------------------------------------------
+
+// Counts by state of the sessions matching the project, dialect and search filters;
+// null while the server's part is on its way.
+function countTotals() {
+  if (snapshot === null) return config.totals;
+  if (!snapshot.complete && olderCounts === null) return null;
+  const counts = Object.fromEntries(STATES.map((state) => [state, 0]));
+  for (const s of summaries.values()) {
+    // Sessions older than the snapshot are in the server's counts.
+    if (matchesBase(s) && (snapshot.complete || time(s) >= snapshot.floor.ms)) counts[s.state] += 1;
+  }
+  if (!snapshot.complete) for (const state of STATES) counts[state] += olderCounts[state] || 0;
+  return counts;
+}
+
+function filterQuery(overrides = {}) {
   const params = new URLSearchParams();
-  for (const [name, input] of Object.entries(filters)) if (input.value) params.set(name, input.value);
-  const query = params.toString();
-  history.replaceState(null, "", query ? `?${query}` : location.pathname);
-  applyFilters();
+  for (const [name, value] of Object.entries({ ...filters, ...overrides })) if (value) params.set(name, value);
+  return params;
 }
-for (const input of Object.values(filters)) input.addEventListener("input", onFilter);
-document.querySelector(".filters").addEventListener("submit", (event) => {
-  event.preventDefault();
-  onFilter();
-});
 
-function removeCard(id) {
-  const card = cards.get(id);
-  if (!card) return;
-  // Its subagents, if still visible, go back to the top level first.
-  for (const child of card.querySelectorAll(":scope > .children > .card")) list.append(child);
-  card.remove();
+function showTotals() {
+  const counts = countTotals();
+  totalsNav.setAttribute("aria-busy", String(counts === null));
+  for (const link of totalsNav.querySelectorAll(".total")) {
+    const state = link.dataset.state;
+    if (state === filters.state) link.setAttribute("aria-current", "true");
+    else link.removeAttribute("aria-current");
+    link.setAttribute("href", `?${filterQuery({ state: state === filters.state ? "" : state })}`);
+    if (counts) {
+      const n = state ? counts[state] : Object.values(counts).reduce((a, b) => a + b, 0);
+      setText(link.querySelector(".n"), n);
+      link.classList.toggle("zero", n === 0);
+    }
+  }
+  if (counts) {
+    const urgent = ["failed", "idle", "active"].filter((state) => counts[state]);
+    document.title = [...urgent.map((state) => `${counts[state]} ${state}`), "Sessions · todoweb"].join(" · ");
+  }
+}
+
+// The totals and the title change at once, even in a background tab (the grid waits
+// for the next frame, which a hidden tab does not draw).
+function changed() {
+  showTotals();
+  scheduleRender();
+}
+
+// --- asking the server --------------------------------------------------------------
+
+async function ask(params) {
+  const response = await fetch(`${location.pathname}?${params}`, { headers: { Accept: "application/json" } });
+  if (!response.ok || !(response.headers.get("Content-Type") || "").startsWith("application/json")) {
+    throw new Error(`dashboard: ${response.status}`);
+  }
+  return response.json();
+}
+
+// The next page of matching sessions older than what the page knows (soon: typing
+// in the search box changes the filters at every key).
+function fetchPageSoon() {
+  if (pageTimer === null) pageTimer = setTimeout(fetchPage, 100);
+}
+
+async function fetchPage() {
+  pageTimer = null;
+  if (fetchingPage) return;
+  fetchingPage = true;
+  const asked = generations.list;
+  const params = filterQuery({ group: "" });
+  params.set("before", coverage().iso || "");
+  try {
+    const answer = await ask(params);
+    if (asked === generations.list) {
+      for (const s of answer.sessions) remember(s);
+      pages = answer.next ? mark(answer.next) : NOTHING_OLDER;
+    }
+  } catch (error) {
+    console.warn(error);
+    return; // until the next change: no retrying in a loop
+  } finally {
+    fetchingPage = false;
+  }
+  changed(); // shows the page, or asks for it again under the new filters
+}
+
+let countsTimer = null;
+// Asks again for the counts of the older sessions (soon: several reasons come at once).
+function refreshCounts(delay = 300) {
+  if (snapshot === null || snapshot.complete) return;
+  clearTimeout(countsTimer);
+  countsTimer = setTimeout(async () => {
+    const asked = generations.counts;
+    const floor = snapshot.floor;
+    const params = filterQuery({ state: "", group: "" });
+    params.set("count_before", floor.iso);
+    try {
+      const answer = await ask(params);
+      if (asked === generations.counts && snapshot.floor === floor) {
+        olderCounts = answer.counts;
+        changed();
+      }
+    } catch (error) {
+      console.warn(error);
+    }
+  }, delay);
+}
+// Older sessions turn idle on the clock, without an event.
+setInterval(() => refreshCounts(0), 60000);
+
+// --- live ---------------------------------------------------------------------------
+
+// Keeps the newer of what the page holds and `s`; true if `s` was kept.
+function remember(s) {
+  const known = summaries.get(s.id);
+  if (known && known.revision > s.revision) return false;
+  summaries.set(s.id, s);
+  return true;
+}
+
+// A session the server counted among the older ones now counts with the page's own.
+function leftTheOlder(before, s) {
+  if (snapshot === null || snapshot.complete) return false;
+  const last = before ? time(before) : Date.parse(s.created_at);
+  return last < snapshot.floor.ms;
+}
+
+function applySummary(s) {
+  const before = summaries.get(s.id);
+  if (!remember(s)) return;
+  if (!before) {
+    arrived.add(s.id);
+    setText(announcer, `New session: ${s.title || s.key}`);
+  }
+  if (leftTheOlder(before, s)) refreshCounts();
+  notifyChange(before, s);
+}
+
+function forget(id) {
+  const known = summaries.get(id);
+  if (!known) return;
+  if (leftTheOlder(known, known)) refreshCounts();
+  summaries.delete(id);
+  cards.get(id)?.remove();
   cards.delete(id);
-  sessions.delete(id);
 }
 
 function applySnapshot(message) {
   const ids = new Set(message.sessions.map((s) => s.id));
-  for (const s of message.sessions) upsert(s);
-  for (const id of [...cards.keys()]) {
-    if (!ids.has(id)) removeCard(id);
+  const complete = message.sessions.length < config.snapshotLimit;
+  const oldest = message.sessions.reduce((a, s) => (a === null || time(s) < time(a) ? s : a), null);
+  snapshot = { complete, floor: complete || !oldest ? NOTHING_OLDER : mark(oldest.updated_at) };
+  for (const s of message.sessions) {
+    const before = summaries.get(s.id);
+    if (remember(s)) notifyChange(before, s);
   }
-  refresh();
+  // Sessions archived while the socket was away.
+  for (const [id, s] of [...summaries]) {
+    if (!ids.has(id) && time(s) >= snapshot.floor.ms) forget(id);
+  }
+  olderCounts = null;
+  refreshCounts(0);
+  changed();
 }
 
-function applySummary(s) {
-  const known = sessions.get(s.id);
-  if (known && known.revision > s.revision) return;
-  if (upsert(s)) setText(announcer, `New session: ${s.title || s.key}`);
-  refresh();
+// --- filters --------------------------------------------------------------------------
+
+function setFilters(next) {
+  const baseChanged = ["q", "project", "dialect"].some((name) => name in next && next[name] !== filters[name]);
+  const listChanged = baseChanged || ("state" in next && next.state !== filters.state);
+  Object.assign(filters, next);
+  const query = filterQuery().toString();
+  history.replaceState(null, "", query ? `?${query}` : location.pathname);
+  if (listChanged) {
+    generations.list += 1;
+    limit = config.page;
+    pages = NOT_KNOWN;
+  }
+  if (baseChanged) {
+    generations.counts += 1;
+    olderCounts = null;
+    refreshCounts(150);
+  }
+  changed();
 }
 
-setInterval(() => {
+function readInputs() {
+  setFilters({
+    q: inputs.q.value.trim(),
+    project: inputs.project.value,
+    dialect: inputs.dialect.value,
+    group: inputs.group.value,
+  });
+}
+for (const input of Object.values(inputs)) input.addEventListener("input", readInputs);
+document.querySelector(".filters").addEventListener("submit", (event) => {
+  event.preventDefault();
+  readInputs();
+});
+
+totalsNav.addEventListener("click", (event) => {
+  const link = event.target.closest(".total");
+  if (!link) return;
+  event.preventDefault();
+  setFilters({ state: link.dataset.state === filters.state ? "" : link.dataset.state });
+});
+
+moreLink.addEventListener("click", (event) => {
+  event.preventDefault();
+  limit += config.page;
+  scheduleRender();
+});
+
+// --- notifications ----------------------------------------------------------------------
+
+const NOTIFY = { completed: "Completed", failed: "Failed", idle: "Idle" };
+
+async function notificationsAllowed() {
+  if (Notification.permission === "default") await Notification.requestPermission();
+  const allowed = Notification.permission === "granted";
+  notice.hidden = allowed;
+  setText(notice, allowed ? "" : "Notifications are blocked for this site: allow them in the browser's site settings.");
+  return allowed;
+}
+
+function saveWatches() {
+  localStorage.setItem("todoweb.watched", JSON.stringify([...watched]));
+  localStorage.setItem("todoweb.watchAll", watchingAll ? "1" : "0");
+}
+
+function notifyChange(before, s) {
+  if (!before || before.state === s.state || !NOTIFY[s.state]) return;
+  if (!watchingAll && !watched.has(s.id)) return;
+  const name = s.title || s.key;
+  setText(announcer, `${NOTIFY[s.state]}: ${name}`);
+  if (!notificationsSupported || Notification.permission !== "granted") return;
+  const shown = new Notification(`${NOTIFY[s.state]}: ${name}`, {
+    body: `${s.completed}/${s.total} steps · ${s.project}`,
+    tag: `todoweb-${s.id}`,
+  });
+  shown.onclick = () => {
+    window.focus();
+    cards.get(s.id)?.scrollIntoView({ block: "center" });
+    shown.close();
+  };
+}
+
+if (notificationsSupported) {
+  notifyAll.hidden = false;
+  notifyAll.setAttribute("aria-pressed", String(watchingAll));
+  for (const button of list.querySelectorAll(".watch")) {
+    button.hidden = false;
+    button.setAttribute("aria-pressed", String(watched.has(button.closest(".card").dataset.id)));
+  }
+}
+
+notifyAll.addEventListener("click", async () => {
+  if (!watchingAll && !(await notificationsAllowed())) return;
+  watchingAll = !watchingAll;
+  notifyAll.setAttribute("aria-pressed", String(watchingAll));
+  saveWatches();
+});
+
+list.addEventListener("click", async (event) => {
+  const button = event.target.closest(".watch");
+  if (!button) return;
+  const id = button.closest(".card").dataset.id;
+  if (!watched.has(id) && !(await notificationsAllowed())) return;
+  if (watched.has(id)) watched.delete(id);
+  else watched.add(id);
+  button.setAttribute("aria-pressed", String(watched.has(id)));
+  saveWatches();
+});
+
+// --- start ----------------------------------------------------------------------------------
+
+function refreshTimes() {
   const now = Date.now();
-  for (const time of list.querySelectorAll("time")) setText(time, timeAgo(time.getAttribute("datetime"), now));
-}, 10000);
+  for (const clock of list.querySelectorAll("time")) setText(clock, timeAgo(clock.getAttribute("datetime"), now));
+}
+refreshTimes();
+setInterval(refreshTimes, 10000);
+history.replaceState(null, "", filterQuery().toString() ? `?${filterQuery()}` : location.pathname);
 
 new LiveSocket(config.ws, {
   onMessage(message) {
@@ -197,9 +631,10 @@ new LiveSocket(config.ws, {
       showConnection(root, indicator, "live");
     } else if (message.type === "session.summary") {
       applySummary(message.session);
+      changed();
     } else if (message.type === "session.archived") {
-      removeCard(message.session);
-      refresh();
+      forget(message.session);
+      changed();
     }
   },
   onStatus(status) {

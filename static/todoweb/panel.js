@@ -1,5 +1,7 @@
 // The session panel: server-rendered first, then kept live from /ws/sessions/<id>/.
-// Revisions only go forward; the timeline replays older ones on request.
+// Revisions only go forward; the scrubber replays older ones, and moves the cursor on
+// the timeline chart. Members also act from here (panel_actions.js, panel_editor.js);
+// a share link's holder gets neither the controls nor their URLs.
 import {
   LiveSocket,
   el,
@@ -11,6 +13,9 @@ import {
   showConnection,
   timeAgo,
 } from "./live.js";
+import { setupSessionActions } from "./panel_actions.js";
+import { PlanEditor } from "./panel_editor.js";
+import { TimelineChart } from "./panel_timeline.js";
 
 const config = readConfig("panel-config");
 const $ = (id) => document.getElementById(id);
@@ -38,6 +43,9 @@ function stepItem(step, live) {
     { class: "body" },
     el("span", { class: "sr-only" }, `${label(step.status)}: `),
     el("span", { class: "content" }, step.content),
+    step.reopened
+      ? el("span", { class: "reopened-tag" }, `↺ reopened${step.reopened > 1 ? ` ${step.reopened}×` : ""}`)
+      : null,
     inProgress && step.active_form
       ? el("span", { class: "active-form" }, el("span", { class: "spinner", "aria-hidden": "true" }), step.active_form)
       : null,
@@ -84,6 +92,7 @@ function renderHeader(info) {
   setText($("dialect"), info.dialect || "—");
   $("updated").setAttribute("datetime", info.updated_at);
   setText($("updated"), timeAgo(info.updated_at));
+  if (actions) actions.showState(info.state);
 }
 
 function renderBody(data, live = true) {
@@ -128,6 +137,40 @@ function updateTimeline() {
   }
 }
 
+// --- The timeline chart and its history (progress over time, status changes) ---
+
+const chart = new TimelineChart($("chart"), {
+  onPick(n) {
+    timeline.value = String(n);
+    replay(n);
+  },
+});
+let historyRequest = null;
+
+function loadHistory() {
+  if (historyRequest) {
+    historyRequest.again = true;
+    return;
+  }
+  historyRequest = { again: false };
+  fetch(config.historyUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+    .then((response) => (response.ok ? response.json() : Promise.reject(new Error(`HTTP ${response.status}`))))
+    .then((json) => {
+      chart.history.load(json);
+      chart.update({});
+    })
+    .catch(() => {
+      // The chart still shows the steps' own times; progress over time waits for the next try.
+    })
+    .finally(() => {
+      const again = historyRequest.again || chart.history.last < latest.revision;
+      historyRequest = null;
+      if (again && chart.history.loaded) loadHistory();
+    });
+}
+
+// --- Live ---
+
 function applySnapshot(event) {
   // Never go back: an older snapshot (a late event, a lagging replica) is dropped.
   if (event.revision < latest.revision) return;
@@ -138,6 +181,10 @@ function applySnapshot(event) {
     announce(event);
   }
   updateTimeline();
+  // A missed revision (a reconnect, a dropped backlog) means the history has a gap.
+  if (!chart.history.add(event) || !chart.history.loaded) loadHistory();
+  chart.update({ data: event, cursor: replaying ? shownRevision : event.revision });
+  if (editor) editor.newerArrived(event);
 }
 
 function applyState(event) {
@@ -146,6 +193,8 @@ function applyState(event) {
   setBadge($("state"), event.state);
   setText($("title"), event.title || latest.session.key);
   document.title = `${event.title || latest.session.key} · todoweb`;
+  if (actions) actions.showState(event.state);
+  chart.update({ data: latest });
 }
 
 function goLive() {
@@ -155,6 +204,7 @@ function goLive() {
   liveButton.hidden = true;
   renderBody(latest);
   updateTimeline();
+  chart.update({ cursor: latest.revision, replaying: false });
 }
 
 async function fetchRevision(n) {
@@ -176,6 +226,7 @@ async function replay(n) {
   replaying = true;
   panel.dataset.mode = "replay";
   liveButton.hidden = false;
+  chart.update({ cursor: n, replaying: true });
   let data;
   try {
     data = await fetchRevision(n);
@@ -189,7 +240,8 @@ async function replay(n) {
   renderBody(data, false);
   replayNote.hidden = false;
   const when = data.at ? ` (${new Date(data.at).toLocaleString()})` : "";
-  setText(replayNote, `Replaying revision ${n} of ${latest.revision}${when}.`);
+  const who = data.author === "user" ? ", edited by a person" : "";
+  setText(replayNote, `Replaying revision ${n} of ${latest.revision}${when}${who}.`);
 }
 
 timeline.addEventListener("input", () => replay(Number(timeline.value)));
@@ -198,7 +250,41 @@ liveButton.addEventListener("click", () => {
   timeline.focus();
 });
 
-// Running clocks: the duration of steps in progress and "updated … ago".
+// --- What members do (no controls, and no URLs for them, on a share link) ---
+
+const actions = config.actions ? setupSessionActions({ config, current: () => latest.session, onData: applySnapshot }) : null;
+
+const editButton = $("edit-button");
+const editor = config.actions
+  ? new PlanEditor({
+      config,
+      onOpen() {
+        panel.dataset.editing = "true";
+        $("steps").hidden = true;
+        editButton.hidden = true;
+      },
+      onSaved(data) {
+        applySnapshot(data);
+        editor.close();
+        actions.say(`Plan saved as revision ${data.revision}. The agent sees your changes on its next call.`);
+      },
+      onClose() {
+        delete panel.dataset.editing;
+        $("steps").hidden = false;
+        editButton.hidden = false;
+        editButton.focus();
+      },
+    })
+  : null;
+if (editor) {
+  editButton.addEventListener("click", () => {
+    if (replaying) goLive();
+    editor.start(latest);
+  });
+}
+
+// --- Clocks: running steps' durations, "updated … ago", and the chart's running bars ---
+
 function tick() {
   const now = Date.now();
   for (const node of document.querySelectorAll(".duration[data-started]")) {
@@ -206,7 +292,10 @@ function tick() {
   }
   const updated = $("updated");
   setText(updated, timeAgo(updated.getAttribute("datetime"), now));
+  chart.tick(now);
 }
+chart.update({ data: latest, cursor: latest.revision });
+if (latest.revision) loadHistory();
 setInterval(tick, 1000);
 tick();
 

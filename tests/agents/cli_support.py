@@ -1,5 +1,5 @@
 """What the Gemini CLI, Qwen Code and opencode tests share: a plan of three todo
-calls and the lists todoweb must hold after each, the README recipes with the test
+calls and the lists todoweb must hold after each, the docs/agents.md recipes with the test
 server's address swapped in, and the checks of what the board showed live."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def script(calls: tuple[Call, ...], before_turn: Any, *, first: tuple[Call, ...]
 
 
 def at(url: str, recipe: Any) -> Any:
-    """A README recipe (JSON) pointing at the test server instead of the README's address."""
+    """A docs/agents.md recipe (JSON) pointing at the test server instead of the recipe's address."""
     return json.loads(json.dumps(recipe).replace(README_URL, url))
 
 

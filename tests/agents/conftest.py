@@ -2,7 +2,7 @@
 
 Each test installs a CLI (once, into `.cache/agents/`), points it at a scripted fake
 model (`fake_model.py` and one module per API: `fake_anthropic.py`,
-`fake_openai_responses.py`, …), configures it with the README's recipe, runs it
+`fake_openai_responses.py`, …), configures it with its docs/agents.md recipe, runs it
 headless on a task whose scripted model calls a todo tool three times, and checks
 what todoweb recorded (the exact revisions) and what the board showed live.
 

@@ -1,4 +1,4 @@
-"""Claude Code (@anthropic-ai/claude-code) drives the board with the README's two
+"""Claude Code (@anthropic-ai/claude-code) drives the board with docs/agents.md's two
 recipes: a PostToolUse hook on its own todo tools, and todoweb's MCP server.
 
 Claude Code 2.1.197 is the newest release that runs on Node 20. It offers the model
@@ -26,7 +26,7 @@ from tests.agents.harness import run_cli
 CLAUDE_CODE = ("@anthropic-ai/claude-code", "2.1.197", "claude")
 README_URL = "http://127.0.0.1:8000"
 
-# The README's recipes, verbatim; the tests only swap in the test server's address.
+# The recipes of docs/agents.md, verbatim; the tests only swap in the test server's address.
 HTTP_HOOK = {
     "hooks": {
         "PostToolUse": [
@@ -219,7 +219,7 @@ def test_it_records_claude_codes_todo_calls_through_the_hook(
     session_id = str(uuid.uuid4())
     with FakeAnthropic(script(plan.calls, board)) as fake:
         env = env_for(agent_env, fake, token, plan.env)
-        if hook is COMMAND_HOOK:  # the README's step 2 for a server elsewhere than 127.0.0.1:8000
+        if hook is COMMAND_HOOK:  # the recipe for a server elsewhere than 127.0.0.1:8000
             env["TODOWEB_URL"] = todoweb.url
         args = [str(claude.executable), "-p", PROMPT, "--session-id", session_id, "--output-format", "json"]
         run = run_cli(args, env=env, cwd=workdir, log_dir=tmp_path / "logs", name="claude")
@@ -283,7 +283,7 @@ def test_it_records_claude_codes_calls_of_the_mcp_tool(
 
 
 def shell_words(line: str) -> list[str]:
-    """A README command line as the shell splits it (nothing to expand in single quotes)."""
+    """A recipe's command line as the shell splits it (nothing to expand in single quotes)."""
     return shlex.split(line)
 
 

@@ -28,7 +28,7 @@ from tests.agents.harness import run_cli
 CODEX = ("@openai/codex", "0.169.0", "codex")
 README_URL = "http://127.0.0.1:8000"
 
-# The README's recipes (~/.codex/config.toml and ~/.codex/hooks.json), verbatim;
+# The docs/agents.md recipes (~/.codex/config.toml and ~/.codex/hooks.json), verbatim;
 # the tests only swap in the test server's address.
 MCP_RECIPE = """\
 [mcp_servers.todoweb]

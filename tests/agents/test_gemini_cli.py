@@ -1,4 +1,4 @@
-"""Gemini CLI (@google/gemini-cli) drives the board with the README's two recipes:
+"""Gemini CLI (@google/gemini-cli) drives the board with docs/agents.md's two recipes:
 an AfterTool hook on its own `write_todos` tool, and todoweb's MCP server.
 
 Gemini CLI 0.61.0 runs on Node 20. It calls the Gemini API at GOOGLE_GEMINI_BASE_URL
@@ -22,7 +22,7 @@ from tests.agents.harness import run_cli
 
 GEMINI_CLI = ("@google/gemini-cli", "0.61.0", "gemini")
 
-# The README's recipes (~/.gemini/settings.json), verbatim; the tests only swap in
+# The docs/agents.md recipes (~/.gemini/settings.json), verbatim; the tests only swap in
 # the test server's address.
 HOOK = {
     "hooks": {
@@ -52,7 +52,7 @@ MCP = {
 }
 # Headless runs (`gemini -p`) offer the model only the tools a policy allows (its
 # default there is deny, and `trust: true` does not reach MCP tools in 0.61.0): the
-# README's ~/.gemini/policies/todoweb.toml.
+# docs/agents.md's ~/.gemini/policies/todoweb.toml.
 POLICY = """\
 [[rule]]
 toolName = ["write_todos", "mcp_todoweb_write_todos"]

@@ -1,4 +1,4 @@
-"""opencode (opencode-ai) drives the board with the README's two recipes: the
+"""opencode (opencode-ai) drives the board with docs/agents.md's two recipes: the
 plugin integrations/opencode/todoweb.js (its `tool.execute.after` hook posts each
 `todowrite` call), and todoweb's MCP server.
 
@@ -31,7 +31,7 @@ from tests.servers import ROOT
 OPENCODE = ("opencode-ai", "1.18.33", "opencode")
 PLUGIN = ROOT / "integrations" / "opencode" / "todoweb.js"
 
-# The README's MCP recipe (opencode.json), verbatim; the tests only swap in the test
+# The docs/agents.md MCP recipe (opencode.json), verbatim; the tests only swap in the test
 # server's address. The plugin recipe is the file PLUGIN, copied unchanged.
 MCP = {
     "mcp": {

@@ -1,4 +1,4 @@
-"""Qwen Code (@qwen-code/qwen-code) drives the board with the README's two recipes:
+"""Qwen Code (@qwen-code/qwen-code) drives the board with docs/agents.md's two recipes:
 a PostToolUse hook on its own `todo_write` tool, and todoweb's MCP server.
 
 Qwen Code 0.15.10 is the newest release that runs on Node 20 (0.21 and later want
@@ -31,7 +31,7 @@ from tests.agents.tunnel_trap import TunnellingTrap
 QWEN_CODE = ("@qwen-code/qwen-code", "0.15.10", "qwen")
 MODEL = "qwen3-coder-plus"
 
-# The README's recipes (~/.qwen/settings.json), verbatim; the tests only swap in the
+# The docs/agents.md recipes (~/.qwen/settings.json), verbatim; the tests only swap in the
 # test server's address.
 HTTP_HOOK = {
     "hooks": {
