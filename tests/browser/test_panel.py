@@ -5,6 +5,7 @@ viewers without controls, and how a long run looks on a wall screen and a phone.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 
@@ -505,4 +506,60 @@ def test_a_long_run_fits_a_phone(shot, page_for, long_run, member, dark):
     page.get_by_role("button", name="Edit plan").click()
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     shot(page, f"panel-long-phone-editing-{'dark' if dark else 'light'}")
+    assert page.errors == []
+
+
+# The agent's next call after a person's edit, in each shape a call arrives in, and
+# in Roo's own tool: what its reply starts with.
+TODOS = [
+    {"content": "Read the issue", "status": "completed", "activeForm": "Reading"},
+    {"content": "Write the fix", "status": "in_progress", "activeForm": "Writing"},
+]
+NEXT_CALLS = {
+    "anthropic": ({"type": "tool_use", "id": "toolu_2", "name": "TodoWrite", "input": {"todos": TODOS}}, "content"),
+    "chat": (
+        {
+            "id": "call_2",
+            "type": "function",
+            "function": {"name": "TodoWrite", "arguments": json.dumps({"todos": TODOS})},
+        },
+        "content",
+    ),
+    "responses": (
+        {"type": "function_call", "call_id": "call_2", "name": "TodoWrite", "arguments": json.dumps({"todos": TODOS})},
+        "output",
+    ),
+    "plain": ({"tool": "TodoWrite", "id": "c2", "input": {"todos": TODOS}}, "content"),
+    "roo": (
+        {"tool": "update_todo_list", "id": "c2", "input": {"todos": "[x] Read the issue\n[-] Write the fix"}},
+        "content",
+    ),
+}
+NOTICES = {
+    "roo": "User edits todo:\n\n[x] Read the issue\n[-] Write the fix with a regression test",
+}
+
+
+@pytest.mark.parametrize("form", NEXT_CALLS)
+def test_an_edit_in_the_browser_reaches_the_agents_next_call_in_each_shape(page_for, agent, member, form):
+    key = f"round-trip-{form}"
+    if form == "roo":
+        first = {"tool": "update_todo_list", "input": {"todos": "[x] Read the issue\n[-] Write the fix"}}
+        assert agent.http.post(f"/api/v1/sessions/{key}/tool", json=first).status_code == 200
+    else:
+        agent.todo_write(key, TODOS)
+    page = page_for(member)
+    open_panel(page, key)
+    page.get_by_role("button", name="Edit plan").click()
+    page.get_by_label("Step 2", exact=True).fill("Write the fix with a regression test")
+    page.get_by_role("button", name="Save plan").click()
+    expect(page.locator("#revision")).to_have_text("2")
+
+    body, field = NEXT_CALLS[form]
+    answer = agent.http.post(f"/api/v1/sessions/{key}/tool", json=body).json()
+    text = answer["reply"][field]
+    expected = NOTICES.get(
+        form, 'The user changed the plan:\n- reworded "Write the fix" to "Write the fix with a regression test"'
+    )
+    assert text.startswith(expected), text
     assert page.errors == []
