@@ -236,6 +236,7 @@ def shoot(base: str, panel_id: str, out: Path) -> list[Path]:
         ("dashboard-phone-dark.png", "/", 390, 844, "dark"),
         ("panel-light.png", f"/s/{panel_id}/", 1440, 900, "light"),
         ("panel-dark.png", f"/s/{panel_id}/", 1440, 900, "dark"),
+        ("panel-wall-light.png", f"/s/{panel_id}/", 2560, 1440, "light"),
         ("panel-wall-dark.png", f"/s/{panel_id}/", 2560, 1440, "dark"),
         ("panel-phone-light.png", f"/s/{panel_id}/", 390, 844, "light"),
         ("panel-phone-dark.png", f"/s/{panel_id}/", 390, 844, "dark"),
