@@ -119,10 +119,10 @@ def undone(edits: list[Edit], todos: list[dict[str, Any]]) -> list[Edit]:
     return reverted
 
 
-def listed(edits: list[Edit]) -> str:
-    lines = [f"- {edit.describe()}" for edit in edits[:MAX_LISTED]]
+def listed(edits: list[Edit], *, indent: str = "") -> str:
+    lines = [f"{indent}- {edit.describe()}" for edit in edits[:MAX_LISTED]]
     if len(edits) > MAX_LISTED:
-        lines.append(f"- and {len(edits) - MAX_LISTED} more changes")
+        lines.append(f"{indent}- and {len(edits) - MAX_LISTED} more changes")
     return "\n".join(lines)
 
 
@@ -144,5 +144,6 @@ class Unseen:
 def undo_warning(revision: int, edits: list[Edit]) -> Warning:
     return Warning(
         "undoes_user_edit",
-        f"This write undoes the user's edit of revision {revision}, which you had not seen:\n{listed(edits)}",
+        # Indented: in a checklist reply the warning is itself a "- " line.
+        f"This write undoes the user's edit of revision {revision}, which you had not seen:\n{listed(edits, indent='  ')}",
     )

@@ -171,10 +171,17 @@ function loadHistory() {
 
 // --- Live ---
 
+// The revision the person's last saved edit made: its message goes once the plan moves on.
+let savedRevision = null;
+
 function applySnapshot(event) {
   // Never go back: an older snapshot (a late event, a lagging replica) is dropped.
   if (event.revision < latest.revision) return;
   latest = event;
+  if (savedRevision !== null && event.revision > savedRevision) {
+    savedRevision = null;
+    actions.clear();
+  }
   renderHeader(event.session);
   if (!replaying) {
     renderBody(event);
@@ -267,6 +274,7 @@ const editor = config.actions
         applySnapshot(data);
         editor.close();
         actions.say(`Plan saved as revision ${data.revision}. The agent sees your changes on its next call.`);
+        savedRevision = data.revision;
       },
       onClose() {
         delete panel.dataset.editing;

@@ -191,5 +191,6 @@ export function setupSessionActions({ config, current, onData }) {
       if (focusMoves) (closed ? reopenButton : closeButton).focus();
     },
     say,
+    clear: () => setText(status, ""),
   };
 }

@@ -274,6 +274,10 @@ def test_a_member_edits_the_plan_from_the_keyboard_and_every_watcher_sees_it(sho
     reply = agent.todo_write("edit-me", PLAN)["reply"]["content"]
     assert reply.startswith("The user changed the plan:")
     assert "The user's note: Keep the fix small" in reply
+    # The saved message goes once the plan moved on; the undone edit's warning keeps its lines.
+    expect(page.locator("#action-status")).to_have_text("")
+    expect(page.locator("#warnings li")).to_contain_text(re.compile(r"which you had not seen:\s+- .*\s+- reworded"))
+    expect(page.locator("#warnings li")).to_have_css("white-space", "pre-line")
     assert page.errors == [] and watcher.errors == []
 
 
