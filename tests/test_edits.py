@@ -149,6 +149,22 @@ def test_putting_back_a_step_the_person_removed_is_named_too(api):
     assert '- removed "Write the fix"' in warning["message"] and '- removed "Run the tests"' in warning["message"]
 
 
+def test_a_step_the_agent_still_calls_by_its_old_text_keeps_its_history(api):
+    api.call("s1", "TodoWrite", {"todos": PLAN})
+    steps = api.get("/api/v1/sessions/s1").json()["todos"]
+    reworded = [
+        dict(step, content="Port the whole parser to the new grammar") if step["id"] == "2" else step for step in steps
+    ]
+    todos = [{k: step[k] for k in ("id", "content", "status")} for step in reworded]
+    assert edit(api, "s1", todos, if_match=1).status_code == 200
+    stale = api.call("s1", "TodoWrite", {"todos": PLAN}).json()["data"]
+    # The agent's "Write the fix" is the step the person reworded: same id, same start, not dropped.
+    assert [t["id"] for t in stale["todos"]] == ["1", "2", "3"]
+    assert stale["todos"][1]["started_at"] == steps[1]["started_at"]
+    assert stale["dropped"] == []
+    assert "reworded" in stale["warnings"][0]["message"]
+
+
 def test_a_stale_edit_is_refused_with_the_current_plan_and_changes_nothing(api):
     api.call("s1", "TodoWrite", {"todos": PLAN})
     api.call("s1", "TodoWrite", {"todos": PLAN[:2]})

@@ -133,6 +133,10 @@ class Unseen:
     edits: list[Edit]
     notes: list[str]
 
+    def aliases(self) -> dict[str, str]:
+        """The reworded steps' earlier texts, which the agent still knows them by."""
+        return {edit.step: edit.before for edit in self.edits if edit.kind == "reworded"}
+
     def notice(self, dialect: ModuleType, todos: list[dict[str, Any]]) -> str:
         """What the agent is told first, in its tool's words if it has them; `todos` is
         the list as the people left it."""

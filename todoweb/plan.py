@@ -53,9 +53,12 @@ def reconcile(
     next_number: int,
     revision: int,
     removed: list[str] = (),
+    aliases: dict[str, str] | None = None,
 ) -> Reconciled:
+    """`aliases`: step id -> an earlier text the caller may still use for the step (the
+    text before a person reworded it, which the agent has not seen)."""
     candidates = previous + dropped
-    matches = match_steps(candidates, items)
+    matches = match_steps(candidates, items, aliases or {})
     taken = set(matches.values())
 
     used_ids = {item.id for item in items if item.id is not None}
@@ -107,9 +110,10 @@ def next_free_number(todos: list[dict[str, Any]], next_number: int) -> int:
     return max([next_number, *(n + 1 for n in numbers)])
 
 
-def match_steps(candidates: list[dict[str, Any]], items: list[Item]) -> dict[int, int]:
-    """Item index -> candidate index, by caller id, then exact content, then close content
-    (the last only for items without an id: a caller's id is a deliberate identity)."""
+def match_steps(candidates: list[dict[str, Any]], items: list[Item], aliases: dict[str, str]) -> dict[int, int]:
+    """Item index -> candidate index, by caller id, then exact content (or an alias of a
+    step's), then close content (the last only for items without an id: a caller's id
+    is a deliberate identity)."""
     matches: dict[int, int] = {}
     free = set(range(len(candidates)))
 
@@ -133,6 +137,8 @@ def match_steps(candidates: list[dict[str, Any]], items: list[Item]) -> dict[int
     for j in sorted(free):
         if candidates[j]["id"] not in claimed:
             by_content.setdefault(candidates[j]["content"], []).append(j)
+            if candidates[j]["id"] in aliases:
+                by_content.setdefault(aliases[candidates[j]["id"]], []).append(j)
     for i, item in enumerate(items):
         if i in matches:
             continue

@@ -142,6 +142,7 @@ def record_once(
         next_number=session.next_step_number,
         revision=session.revision + 1,
         removed=outcome.removed,
+        aliases=unseen.aliases() if unseen else None,
     )
     undone = edits.undone(unseen.edits, result.todos) if unseen else []
     if undone:
