@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import threading
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import datetime
 from types import ModuleType
 from typing import Any
 
@@ -179,13 +180,7 @@ def record_once(
     written.notice = notice
     revision.response = queries.Serialised(written.body.decode()) if key else None
     write_revision(session, revision, changed)
-    events.publish_on_commit(
-        public_id=session.public_id,
-        project_id=project.pk,
-        session_event=events.SessionSnapshot.model_construct(**data),
-        session_text=answers.snapshot_text(data_json),
-        summary=session_summary(session, now=now),
-    )
+    publish_revision(session, data, data_json, now=now)
     return written
 
 
@@ -475,13 +470,7 @@ def session_edit(
         changed = advance_session(session, revision=revision, result=result)
         write_revision(session, revision, changed)
         data = plan_data(session, revision, now=now)
-        events.publish_on_commit(
-            public_id=session.public_id,
-            project_id=project.pk,
-            session_event=events.SessionSnapshot.model_construct(**data),
-            session_text=answers.snapshot_text(orjson.dumps(data)),
-            summary=session_summary(session, now=now),
-        )
+        publish_revision(session, data, orjson.dumps(data), now=now)
     return data
 
 
@@ -491,6 +480,18 @@ def session_archive(session: Session) -> None:
         archived = Session.objects.filter(pk=session.pk, archived_at__isnull=True).update(archived_at=timezone.now())
         if archived:
             events.publish_archived(public_id=session.public_id, project_id=session.project_id)
+
+
+def publish_revision(session: Session, data: dict[str, Any], data_json: bytes, *, now: datetime) -> None:
+    """A new revision to its watchers and dashboards, once committed: the snapshot is
+    `data` (serialised already as `data_json`)."""
+    events.publish_on_commit(
+        public_id=session.public_id,
+        project_id=session.project_id,
+        session_event=events.SessionSnapshot.model_construct(**data),
+        session_text=answers.snapshot_text(data_json),
+        summary=session_summary(session, now=now),
+    )
 
 
 def publish_state(session: Session) -> None:
