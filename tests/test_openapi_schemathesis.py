@@ -10,7 +10,11 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
-from schemathesis.specs.openapi.checks import missing_required_header, positive_data_acceptance
+from schemathesis.specs.openapi.checks import (
+    missing_required_header,
+    negative_data_rejection,
+    positive_data_acceptance,
+)
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", WSGIHandler())
 # Text with NUL or lone surrogates is refused everywhere (no database stores it), a
@@ -42,6 +46,10 @@ def keep_the_test_connection():
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 def test_it_honours_its_openapi_schema(case, bearer):
     excluded = []
+    if case.query and any(isinstance(value, list) for value in case.query.values()):
+        # A query parameter given twice is read as its last value (Django's QueryDict),
+        # as web frameworks do; the schema cannot say so.
+        excluded.append(negative_data_rejection)
     if case.operation.path in TOOL_CALLS:
         # Whether a tool call is accepted is the tool's own rule (learn's 20 items,
         # one step in progress, …), beyond what a JSON Schema of the envelope says.
