@@ -3,9 +3,11 @@
 One agent writes TodoWrite calls of 5 steps to one session at a fixed rate (5, 20
 and 50 writes/s, --seconds each) while 0, 100 and 1000 watchers follow the session
 through a share link's websocket (or, with --dashboard, the dashboard's websocket
-of a logged-in staff user). The 0-watcher run is the baseline. Watchers and writer
-run in a client process of their own (bench/watchers.py: raw asyncio sockets that
-offer permessage-deflate like a browser).
+of a logged-in staff user). The 0-watcher run is the baseline. The watchers run in a
+client process of their own (bench/watchers.py: raw asyncio sockets that offer
+permessage-deflate like a browser), and the writer in another, as an agent would: a
+burst of a thousand frames arriving at the watchers' loop would otherwise hold up
+the writer's reading of its answer, and count against the server.
 
 Per run it measures, on the client's clock:
 - writes asked and done (answered 200 after starting within the window), answer
@@ -138,18 +140,17 @@ async def client(spec: dict[str, Any]) -> dict[str, Any]:
     joined_s = now() - started
     rss_joined = server_rss(spec)
     phases = []
-    async with api_client(spec["write_url"], spec["token"]) as api:
-        for rate in spec["rates"]:
-            frames_before = sum(len(w.seen) for w in watchers)
-            bytes_before = sum(w.wire_bytes for w in watchers)
-            writes = await write_at(api, spec["key"], rate, spec["seconds"])
-            answered = [w for w in writes if w.revision is not None]
-            if answered:
-                await wait_until_shown(watchers, answered[-1].revision, SETTLE_TIMEOUT)
-            frames = sum(len(w.seen) for w in watchers) - frames_before
-            wire = sum(w.wire_bytes for w in watchers) - bytes_before
-            phases.append(measure(rate, spec["seconds"], writes, watchers) | {"bytes_per_frame": wire / max(frames, 1)})
-            await asyncio.sleep(0.5)
+    for rate in spec["rates"]:
+        frames_before = sum(len(w.seen) for w in watchers)
+        bytes_before = sum(w.wire_bytes for w in watchers)
+        writes = await writer_process(spec, rate)
+        answered = [w for w in writes if w.revision is not None]
+        if answered:
+            await wait_until_shown(watchers, answered[-1].revision, SETTLE_TIMEOUT)
+        frames = sum(len(w.seen) for w in watchers) - frames_before
+        wire = sum(w.wire_bytes for w in watchers) - bytes_before
+        phases.append(measure(rate, spec["seconds"], writes, watchers) | {"bytes_per_frame": wire / max(frames, 1)})
+        await asyncio.sleep(0.5)
     result = {
         "watchers": spec["watchers"],
         "joined_s": joined_s,
@@ -162,6 +163,25 @@ async def client(spec: dict[str, Any]) -> dict[str, Any]:
     for watcher in watchers:
         watcher.close()
     return result
+
+
+async def writer_process(spec: dict[str, Any], rate: float) -> list[Write]:
+    """The writes at `rate`, made by a process of their own (`fanout.py --writer`) while
+    this one's loop receives the frames. Both read the same monotonic clock."""
+    job = {key: spec[key] for key in ("write_url", "token", "key", "seconds")} | {"rate": rate}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--writer", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await process.communicate(json.dumps(job).encode())
+    if process.returncode != 0:
+        raise SystemExit(f"the writer failed (exit {process.returncode})")
+    return [Write(**write) for write in json.loads(out)]
+
+
+async def writer(job: dict[str, Any]) -> list[dict[str, Any]]:
+    async with api_client(job["write_url"], job["token"]) as api:
+        writes = await write_at(api, job["key"], job["rate"], job["seconds"])
+    return [vars(write) for write in writes]
 
 
 async def write_at(api: httpx.AsyncClient, key: str, rate: float, seconds: float) -> list[Write]:
@@ -315,5 +335,7 @@ def rss(mb: list[float]) -> str:
 if __name__ == "__main__":
     if "--client" in sys.argv:
         print(json.dumps(asyncio.run(client(json.load(sys.stdin)))))
+    elif "--writer" in sys.argv:
+        print(json.dumps(asyncio.run(writer(json.load(sys.stdin)))))
     else:
         main()

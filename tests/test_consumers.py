@@ -387,6 +387,42 @@ async def test_it_drops_an_archived_session_from_the_dashboard(api, member, sess
     await ws.disconnect()
 
 
+# --- many watchers: paced, latest wins ---------------------------------------
+
+
+async def revisions_after_two_quick_writes(api, member, session) -> list[list[int]]:
+    """Two panels; revision 2 goes out at once, then the pump must rest half a second
+    (2 sockets at 4 frames/s) while revisions 3 and 4 are written: what each shows."""
+    panels = [(await connect(f"/ws/sessions/{session.public_id}/", user=member))[0] for _ in range(2)]
+    for panel in panels:
+        await panel.receive_json_from(TIMEOUT)
+    await write(api, "run-1", plan("completed", "pending"))
+    for panel in panels:
+        assert (await panel.receive_json_from(TIMEOUT))["revision"] == 2
+    await write(api, "run-1", plan("completed", "in_progress"))
+    await write(api, "run-1", plan("completed", "completed"))
+    shown = []
+    for panel in panels:
+        revisions = [(await panel.receive_json_from(TIMEOUT))["revision"]]
+        while revisions[-1] < 4:
+            revisions.append((await panel.receive_json_from(TIMEOUT))["revision"])
+        assert await panel.receive_nothing(0.1)
+        await panel.disconnect()
+        shown.append(revisions)
+    return shown
+
+
+async def test_a_paced_socket_sends_every_revision_it_holds(api, member, session, monkeypatch):
+    monkeypatch.setattr(live, "SENDS_PER_SECOND", 4)
+    assert await revisions_after_two_quick_writes(api, member, session) == [[3, 4], [3, 4]]
+
+
+async def test_a_crowded_group_sends_each_socket_only_the_newest_revision(api, member, session, monkeypatch):
+    monkeypatch.setattr(live, "SENDS_PER_SECOND", 4)
+    monkeypatch.setattr(live, "FULL_ROUND", 1)  # two watchers are a crowd
+    assert await revisions_after_two_quick_writes(api, member, session) == [[4], [4]]
+
+
 # --- frames lost on the way -------------------------------------------------
 
 

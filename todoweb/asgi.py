@@ -3,6 +3,7 @@ see handlers.py), websockets through Channels."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -36,6 +37,12 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from .handlers import http_application  # noqa: E402
 from .routing import websocket_urlpatterns  # noqa: E402
 from .viewers import ViewerMiddleware  # noqa: E402
+
+# What the server loaded to start (Django, the apps, the URL resolvers: 165,000
+# objects) lives as long as the process: keep it out of the garbage collector's full
+# collections, which otherwise re-examine it every time and stop the process for
+# ~90 ms more on a 2-core machine (with 1,000 sockets open, 300 ms instead of 200 ms).
+gc.freeze()
 
 application = ProtocolTypeRouter(
     {

@@ -63,7 +63,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     async def websocket_connect(self, message: dict[str, Any]) -> None:
         self.groups_watched: list[str] = []
-        self.wake = asyncio.Event()
+        self.sending_allowed = False
         self.sender: asyncio.Task | None = None
         self.timers: dict[str, asyncio.TimerHandle] = {}
         await super().websocket_connect(message)
@@ -74,13 +74,32 @@ class LiveConsumer(AsyncWebsocketConsumer):
             self.groups_watched.append(group)
 
     def start_sending(self) -> None:
-        self.sender = asyncio.ensure_future(self.send_forever())
+        """From now on frames go out (before, they wait behind the first snapshot)."""
+        self.sending_allowed = True
+        if self.has_pending():
+            self.wake_sender()
 
-    async def send_forever(self) -> None:
-        while True:
-            await self.wake.wait()
-            self.wake.clear()
+    def wake_sender(self, newest_only: bool = False) -> None:
+        if newest_only:
+            self.skip_to_newest()
+        # A task per burst, gone once the socket has sent what it holds: a task kept
+        # waiting between frames (and the future each wait makes) would outlive the
+        # garbage collector's young generations, a thousand sockets' worth a round,
+        # and bring on full collections that stop the process for 200 ms.
+        if self.sending_allowed and (self.sender is None or self.sender.done()):
+            self.sender = asyncio.ensure_future(self.send_all())
+
+    async def send_all(self) -> None:
+        # A send waits while the client reads slowly; frames offered meanwhile are
+        # sent by this same task.
+        while self.has_pending():
             await self.send_pending()
+
+    def has_pending(self) -> bool:
+        raise NotImplementedError
+
+    def skip_to_newest(self) -> None:
+        """Keep only the newest of the frames waiting (each is a whole snapshot)."""
 
     async def send_pending(self) -> None:
         raise NotImplementedError
@@ -89,9 +108,6 @@ class LiveConsumer(AsyncWebsocketConsumer):
         """Keep the frame if it is newer than what this socket holds (the hub's pump
         then wakes the sender); True if there is something to send."""
         raise NotImplementedError
-
-    def wake_sender(self) -> None:
-        self.wake.set()
 
     async def send_text(self, text: str) -> None:
         # Channels' send() with its checks skipped: a frame is text, every time.
@@ -168,7 +184,14 @@ class SessionConsumer(LiveConsumer):
             links = message.get("links")
             if self.share_link_id is not None and (links is None or self.share_link_id in links):
                 self.end_share_soon()
+        return self.has_pending()
+
+    def has_pending(self) -> bool:
         return bool(self.next_snapshots) or self.next_state is not None
+
+    def skip_to_newest(self) -> None:
+        while len(self.next_snapshots) > 1:
+            self.next_snapshots.popleft()
 
     async def send_pending(self) -> None:
         while self.next_snapshots:
@@ -263,6 +286,9 @@ class DashboardConsumer(LiveConsumer):
                 return bool(self.pending)
         self.pending[session] = message
         return True
+
+    def has_pending(self) -> bool:
+        return bool(self.pending)
 
     async def send_pending(self) -> None:
         while self.pending:
