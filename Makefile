@@ -45,10 +45,12 @@ lint: $(STAMP)  ## ruff format --check + ruff check
 # Each benchmark prints its figures as ratios to a baseline measured in the same run,
 # with the load average beside each. The soak runs 1 minute here; the full soak is
 # `.venv/bin/python bench/soak.py` (10 minutes, 50 agents, 200 watchers).
-bench: $(STAMP)  ## Run the benchmarks under bench/ (about 12 minutes; PostgreSQL + Redis for some)
+bench: $(STAMP)  ## Run the benchmarks under bench/ (about 17 minutes; PostgreSQL + Redis for some)
 	$(PY) bench/cost.py
 	$(PY) bench/ingest.py
 	$(PY) bench/fanout.py
+	$(PY) bench/fanout.py --rates 20 --watchers 10000
+	$(PY) bench/fanout.py --dashboard --rates 20 --watchers 1000
 	$(PY) bench/dashboard.py
 	$(PY) bench/soak.py --minutes 1
 	@if $(PY) scripts/services_up.py postgres://postgres@127.0.0.1:5432/postgres redis://127.0.0.1:6379/5; then \

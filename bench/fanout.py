@@ -23,6 +23,9 @@ Per run it measures, on the client's clock:
     .venv/bin/python bench/fanout.py [--topology one|two] [--dashboard] [--seconds 10]
         [--rates 5,20,50] [--watchers 0,100,1000] [--no-deflate]
 
+With 10000 among --watchers it also checks that the server's memory stays flat
+over the writes at ten times the watchers (`make bench` runs it at 20 writes/s).
+
 --topology one: one process, SQLite, in-memory layer (the default). two: PostgreSQL +
 Redis, two processes; the writer posts to A, the watchers watch on B.
 """
@@ -211,10 +214,11 @@ def measure(rate: float, seconds: float, writes: list[Write], watchers: list[Wat
     answered = [w for w in writes if w.revision is not None]
     sent_at = {w.revision: w.sent for w in answered}
     revisions = sorted(sent_at)
-    delivered, receipts, lags, settles, backwards = [], [], [], [], 0
+    delivered, receipts, lags, settles, backwards, repeats = [], [], [], [], 0, 0
     for watcher in watchers:
         seen = [(r, t) for r, t in watcher.seen if revisions and r >= revisions[0]]
-        backwards += sum(1 for (a, _), (b, _) in zip(seen, seen[1:], strict=False) if b <= a)
+        backwards += sum(1 for (a, _), (b, _) in zip(seen, seen[1:], strict=False) if b < a)
+        repeats += sum(1 for (a, _), (b, _) in zip(seen, seen[1:], strict=False) if b == a)
         delivered.append(len({r for r, _ in seen} & sent_at.keys()))
         receipts += [(t - sent_at[r]) * 1000 for r, t in seen if r in sent_at]
         lags += lags_of(seen, revisions, sent_at)
@@ -239,6 +243,7 @@ def measure(rate: float, seconds: float, writes: list[Write], watchers: list[Wat
         "max_lag_ms": max(lags, default=float("nan")),
         "settle_ms": max(settles, default=float("nan")),
         "backwards": backwards,
+        "repeats": repeats,
         "load": load_average(),
     }
 
@@ -291,6 +296,8 @@ def report(args: argparse.Namespace, rates: list[float], runs: dict[int, dict[st
                 line += f"  FAILED: {', '.join(p['failed'])}"
             if p["backwards"]:
                 line += f"  WENT BACKWARDS {p['backwards']} times"
+            if p["repeats"]:
+                line += f"  {p['repeats']} frames repeated the revision before"
             print(line + f"  ({p['load']})")
     targets(runs, baseline)
 
@@ -324,6 +331,13 @@ def targets(runs: dict[int, dict[str, Any]], baseline: dict[float, dict[str, Any
         print(f"  targets, {n} watchers @ 20/s:")
         for name, met, figure in results:
             print(f"    {name:<40} {verdict(met):<7} ({figure})")
+    if 10000 in runs:
+        # Ten times the watchers: latest-wins keeps nothing per revision, so the
+        # server's memory stays what the sockets themselves take.
+        run = runs[10000]
+        grew = max(after / joined for after, joined in zip(run["rss_after_mb"], run["rss_joined_mb"], strict=True))
+        print("  targets, 10x the watchers (10000):")
+        print(f"    {'memory flat over the writes':<40} {verdict(grew <= 1.1):<7} (RSS after {grew:.2f}x joined)")
 
 
 def rss(mb: list[float]) -> str:
