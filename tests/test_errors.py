@@ -194,7 +194,7 @@ def test_a_database_out_of_reach_is_a_503_with_retry_after_and_a_reply(api, monk
     def unreachable(*args, **kwargs):
         raise failure
 
-    monkeypatch.setattr(queries, "session_for_call", unreachable)
+    monkeypatch.setattr(queries, "token_and_session", unreachable)
     r = api.tool("s1", {"type": "tool_use", "id": "call_9", "name": "TodoWrite", "input": WRITE})
     answer = assert_error(r, 503, "unavailable")
     assert r["Retry-After"] == "1"

@@ -53,6 +53,10 @@ class Conflict(Exception):
     """The session moved on between this writer's read and its write."""
 
 
+# `session_record_call` reads the session itself unless its caller read it already.
+NOT_READ: Any = object()
+
+
 def session_record_call(
     *,
     project: Project,
@@ -63,11 +67,14 @@ def session_record_call(
     expected_revision: int | None = None,
     parent_key: str | None = None,
     default_title: str | None = None,
+    session: Session | None = NOT_READ,
 ) -> Answer:
     """Run one tool call against a session; write a revision if the call changes the plan.
 
     `parent_key` names the session this one is a subagent of (created if needed, in
-    the same transaction, so that an invalid call leaves neither behind)."""
+    the same transaction, so that an invalid call leaves neither behind). `session`
+    is the session as the caller read it with `queries.token_and_session` (None: it
+    does not exist yet), for the first try."""
     dialect = resolve_dialect(call)
     key = idempotency_key or call.call_id
     for attempt in itertools.count():
@@ -85,6 +92,7 @@ def session_record_call(
                     parent_key=parent_key,
                     default_title=default_title,
                     exclusive=exclusive,
+                    session=session if attempt == 0 else NOT_READ,
                 )
         except (Conflict, IntegrityError):
             # Another writer moved the session on, or created it, first: read again.
@@ -115,9 +123,11 @@ def record_once(
     parent_key: str | None,
     default_title: str | None,
     exclusive: bool,
+    session: Session | None,
 ) -> Answer:
     """One try. Raises IntegrityError when another writer got there first."""
-    session = queries.session_for_call(project, session_key, idempotency_key=key, for_update=exclusive)
+    if session is NOT_READ:
+        session = queries.session_for_call(project, session_key, idempotency_key=key, for_update=exclusive)
     if session is not None and key and session.replay_fingerprint is not None:
         return replay(session, call, key)
     if session is None:

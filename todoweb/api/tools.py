@@ -9,11 +9,12 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 
-from .. import dialects, events
+from .. import dialects, events, queries
 from ..answers import Answer
 from ..auth import authenticate, require_write
 from ..envelopes import ToolCall, parse_call
 from ..errors import InvalidInput
+from ..models import ApiToken
 from ..services import session_record_call
 from .body import json_body
 from .lookups import check_key
@@ -125,7 +126,15 @@ async def post_tool_call(
 def record_tool_call(
     request: HttpRequest, session_key: str, call: ToolCall, reply: str | None, body: dict[str, Any]
 ) -> Answer:
-    token = authenticate(request)
+    key = idempotency_key(request)
+    read = {}
+
+    def token_and_session(digest: str) -> ApiToken | None:
+        # The token and the session in one query: a round trip fewer per call.
+        token, read["session"] = queries.token_and_session(digest, session_key, idempotency_key=key or call.call_id)
+        return token
+
+    token = authenticate(request, read=token_and_session)
     require_write(token)
     check_key(session_key)
     return session_record_call(
@@ -133,8 +142,9 @@ def record_tool_call(
         session_key=session_key,
         call=call,
         reply_style=reply or token.project.reply_style,
-        idempotency_key=idempotency_key(request),
+        idempotency_key=key,
         expected_revision=expected_revision(request, body),
+        session=read["session"],
     )
 
 
