@@ -38,6 +38,17 @@ def no_rate_limit(settings):
     settings.TODOWEB_RATE_LIMIT = 0
 
 
+@pytest.fixture(autouse=True)
+def database_threads_see_the_test_data(request, settings):
+    """Most tests run inside a transaction of their own thread's connection, which a
+    write from another database thread (database_threads.py) would not see: they
+    write from the one thread. Tests whose data is committed (transactional_db,
+    live servers) keep the deployment's threads."""
+    marker = request.node.get_closest_marker("django_db")
+    if "transactional_db" not in request.fixturenames and not (marker and marker.kwargs.get("transaction")):
+        settings.TODOWEB_DB_THREADS = 1
+
+
 @pytest.fixture
 def project(db) -> Project:
     return Project.objects.create(name="Alpha", slug="alpha")

@@ -120,6 +120,17 @@ elif _db["ENGINE"] == "django.db.backends.postgresql":
         "max_size": env_int("TODOWEB_DB_POOL_SIZE", 8),
         "timeout": 30,
     }
+    # Parameters travel apart from the SQL (a write carries 10 KB of JSON that would
+    # otherwise be quoted into it), and a statement run 5 times in a connection is
+    # prepared: PostgreSQL stops planning it on every call. Set TODOWEB_DB_PREPARE=0
+    # behind a pooler that cannot keep prepared statements (PgBouncer before 1.21 in
+    # transaction mode).
+    _db["OPTIONS"]["server_side_binding"] = True
+    _db["OPTIONS"]["prepare_threshold"] = 5 if env_bool("TODOWEB_DB_PREPARE", True) else None
+# Threads the tool endpoint writes from (database_threads.py): on PostgreSQL their
+# round trips overlap; SQLite takes one writer at a time. Each holds a pooled
+# connection while it writes, so keep it below TODOWEB_DB_POOL_SIZE.
+TODOWEB_DB_THREADS = env_int("TODOWEB_DB_THREADS", 2 if _db["ENGINE"] == "django.db.backends.postgresql" else 1)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 
 from .. import dialects, events, queries
 from ..answers import Answer
 from ..auth import authenticate, require_write
+from ..database_threads import in_database_thread
 from ..envelopes import ToolCall, parse_call
 from ..errors import InvalidInput
 from ..models import ApiToken
@@ -117,8 +117,8 @@ async def post_tool_call(
     # From here on, every error answer carries the reply for the model.
     request.tool_call = call
     with events.deferred() as frames:
-        # One trip to the database thread for the token and the write.
-        answer = await sync_to_async(record_tool_call)(request, session_key, call, reply, body)
+        # One trip to a database thread for the token and the write.
+        answer = await in_database_thread(record_tool_call, request, session_key, call, reply, body)
     await events.asend(frames)
     return answer.response()
 
