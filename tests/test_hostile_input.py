@@ -34,6 +34,14 @@ def test_it_refuses_a_number_that_overflows_a_double_naming_where(api, number):
     assert not Session.objects.exists()
 
 
+def test_it_keeps_an_integer_beyond_64_bits_as_the_call_wrote_it(api):
+    """orjson stores the call's JSON only up to 64-bit integers; past that the input
+    is still stored, whole."""
+    body = '{"tool": "TodoWrite", "input": {"todos": [], "n": 123456789012345678901234567890}}'
+    assert api.tool("s1", body).status_code == 200
+    assert Revision.objects.get().raw_input == {"todos": [], "n": 123456789012345678901234567890}
+
+
 def test_it_refuses_an_overflowing_number_in_the_arguments_text(api):
     answer = assert_refused(api.tool("s1", chat('{"todos": [], "n": 1e400}')), status=400, code="invalid_json")
     assert answer["error"]["message"] == (

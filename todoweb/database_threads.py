@@ -11,7 +11,7 @@ writer at a time whatever the threads, so it keeps the one thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import ParamSpec, TypeVar
@@ -26,12 +26,15 @@ R = TypeVar("R")
 
 async def in_database_thread(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """`func(*args, **kwargs)` in a database thread."""
-    threads = settings.TODOWEB_DB_THREADS
+    return await runner(func, settings.TODOWEB_DB_THREADS)(*args, **kwargs)
+
+
+@cache
+def runner(func: Callable[P, R], threads: int) -> Callable[P, Awaitable[R]]:
+    # Made once per function: wrapping costs more than a thread hop.
     if threads <= 1:
-        return await sync_to_async(func)(*args, **kwargs)
-    return await sync_to_async(releasing_connection(func), thread_sensitive=False, executor=executor(threads))(
-        *args, **kwargs
-    )
+        return sync_to_async(func)
+    return sync_to_async(releasing_connection(func), thread_sensitive=False, executor=executor(threads))
 
 
 @cache

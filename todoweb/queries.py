@@ -13,7 +13,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+import orjson
 from django.db import connection
+from django.db.models import JSONField
 from psycopg.types.json import Jsonb
 
 from .models import ApiToken, Project, Revision, Session
@@ -92,7 +94,15 @@ def fetch_row(sql: str, params: list[Any]) -> dict[str, Any] | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
-        return None if row is None else dict(zip([column[0] for column in cursor.description], row, strict=True))
+        return None if row is None else dict(zip(column_names(sql), row, strict=True))
+
+
+@cache
+def column_names(sql: str) -> list[str]:
+    """The names of the columns `sql` selects (each written `… AS name`): the
+    cursor's description would build them anew on every call."""
+    select = sql.split(" FROM ", 1)[0].removeprefix("SELECT ")
+    return [column.rsplit(" AS ", 1)[-1].strip() for column in select.split(", ")]
 
 
 def model_from(model: Any, alias: str, names: list[str], row: dict[str, Any]) -> Any:
@@ -154,6 +164,11 @@ class Serialised(str):
 
 
 def db_value(field: Any, value: Any) -> Any:
+    if isinstance(field, JSONField) and value is not None and not isinstance(value, Serialised):
+        try:
+            value = Serialised(orjson.dumps(value).decode())
+        except orjson.JSONEncodeError:
+            pass  # an integer beyond 64 bits or a lone surrogate: Django's json.dumps below
     if isinstance(value, Serialised):
         # Django's JSON adaptation without its json.dumps: Jsonb on PostgreSQL, text on SQLite.
         return Jsonb(value, dumps=str) if connection.vendor == "postgresql" else str(value)
