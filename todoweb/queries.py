@@ -175,24 +175,41 @@ def db_value(field: Any, value: Any) -> Any:
     return field.get_db_prep_save(value, connection)
 
 
+def session_update(session: Session, changed: dict[str, Any], number: int) -> tuple[str, list[Any]]:
+    """The UPDATE that moves the session from revision `number` - 1 to `number`,
+    setting the fields `changed`, and its values."""
+    meta, quote = Session._meta, connection.ops.quote_name
+    sets = [(meta.get_field(name), value) for name, value in changed.items()]
+    sql = (
+        f"UPDATE {meta.db_table} SET "
+        + ", ".join(f"{quote(field.column)} = %s" for field, _ in sets)
+        + " WHERE id = %s AND revision = %s"
+    )
+    return sql, [db_value(field, value) for field, value in sets] + [session.pk, number - 1]
+
+
+def advance(session: Session, changed: dict[str, Any], number: int) -> bool:
+    """Move the session to revision `number`; False (nothing written) when it is no
+    longer at the revision before."""
+    sql, values = session_update(session, changed, number)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        return cursor.rowcount == 1
+
+
 def advance_and_insert(session: Session, changed: dict[str, Any], revision: Revision) -> bool:
-    """PostgreSQL: move the session from revision N-1 to N and insert revision N in
-    one statement, so a write is atomic without a transaction and costs one round
-    trip. False (nothing written) when the session is no longer at N-1."""
-    session_meta, meta = Session._meta, revision._meta
-    quote = connection.ops.quote_name
-    sets = [(session_meta.get_field(name), value) for name, value in changed.items()]
+    """PostgreSQL: `advance` and insert revision N in one statement, so a write is
+    atomic without a transaction and costs one round trip."""
+    update, values = session_update(session, changed, revision.number)
+    meta, quote = revision._meta, connection.ops.quote_name
     fields = [field for field in meta.concrete_fields if not field.primary_key]
     sql = (
-        f"WITH moved AS (UPDATE {session_meta.db_table} SET "
-        + ", ".join(f"{quote(field.column)} = %s" for field, _ in sets)
-        + " WHERE id = %s AND revision = %s RETURNING id)"
+        f"WITH moved AS ({update} RETURNING id)"
         + f" INSERT INTO {meta.db_table} ({', '.join(quote(field.column) for field in fields)})"
         + " SELECT "
         + ", ".join("moved.id" if field.attname == "session_id" else "%s" for field in fields)
         + " FROM moved"
     )
-    values = [db_value(field, value) for field, value in sets] + [session.pk, revision.number - 1]
     values += [db_value(field, getattr(revision, field.attname)) for field in fields if field.attname != "session_id"]
     with connection.cursor() as cursor:
         cursor.execute(sql, values)

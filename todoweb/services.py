@@ -315,7 +315,7 @@ def write_revision(session: Session, revision: Revision, changed: dict[str, Any]
         if session.pk is None:
             session.created_at = revision.created_at
             session.save(force_insert=True)
-        elif not Session.objects.filter(pk=session.pk, revision=revision.number - 1).update(**changed):
+        elif not queries.advance(session, changed, revision.number):
             raise Conflict()
         revision.session = session
         queries.insert(revision)
