@@ -12,6 +12,7 @@ p99 <= 1.5x the baseline's.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 
 from harness import create_token, deployment, fresh_postgres, server, wrk
@@ -27,7 +28,10 @@ def main() -> None:
     args = parser.parse_args()
 
     database = fresh_postgres() if args.database == "postgres" else None
-    with deployment(database) as env, server(env) as srv:
+    with (
+        deployment(database, **({"TODOWEB_DB_THREADS": os.environ["XT"]} if os.environ.get("XT") else {})) as env,
+        server(env) as srv,
+    ):
         url = srv.url
         token = create_token(env)
         write_env = {"TODOWEB_TOKEN": token, "ITEMS": str(args.items), "SESSIONS": "64"}
