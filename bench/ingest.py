@@ -6,13 +6,12 @@ that does nothing) and TodoWrite calls of 10 steps over 64 sessions, each with a
 new call id. Prints both and the ratios; the targets are throughput >= 0.8x and
 p99 <= 1.5x the baseline's.
 
-    .venv/bin/python bench/ingest.py [--database sqlite|postgres] [--seconds 10] [--rounds 2]
+    .venv/bin/python bench/ingest.py [--database sqlite|postgres] [--seconds 10] [--rounds 2] [--db-threads N]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 
 from harness import create_token, deployment, fresh_postgres, server, wrk
@@ -25,13 +24,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--items", type=int, default=10)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--db-threads", type=int, help="TODOWEB_DB_THREADS (default: the deployment's)")
     args = parser.parse_args()
 
     database = fresh_postgres() if args.database == "postgres" else None
-    with (
-        deployment(database, **({"TODOWEB_DB_THREADS": os.environ["XT"]} if os.environ.get("XT") else {})) as env,
-        server(env) as srv,
-    ):
+    threads = {"TODOWEB_DB_THREADS": str(args.db_threads)} if args.db_threads else {}
+    with deployment(database, **threads) as env, server(env) as srv:
         url = srv.url
         token = create_token(env)
         write_env = {"TODOWEB_TOKEN": token, "ITEMS": str(args.items), "SESSIONS": "64"}
@@ -46,6 +44,7 @@ def main() -> None:
 
     print(
         f"ingest on {args.database}: {args.connections} connections, TodoWrite of {args.items} steps over 64 sessions"
+        + (f", {args.db_threads} database threads" if args.db_threads else "")
     )
     for n, (b, w) in enumerate(zip(baseline, writes, strict=True)):
         print(b.line(f"round {n + 1} /healthz"))

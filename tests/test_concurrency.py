@@ -92,3 +92,29 @@ def test_it_writes_another_projects_session_while_a_slow_call_runs(token, monkey
         assert slow.result(timeout=10) == 200
     assert Session.objects.get(key="quick").revision == 1
     assert Session.objects.get(key="slow").revision == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_run_in_the_database_threads_and_give_their_connections_back(token, settings, monkeypatch):
+    """With TODOWEB_DB_THREADS > 1 a write runs in one of those threads, and its
+    connection goes back to the pool (PostgreSQL) when the write is done."""
+    from todoweb import services
+
+    settings.TODOWEB_DB_THREADS = 3
+    threads = set()
+    real = services.session_record_call
+
+    def spy(**kwargs):
+        threads.add(threading.current_thread().name)
+        return real(**kwargs)
+
+    monkeypatch.setattr("todoweb.api.tools.session_record_call", spy)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        statuses = list(pool.map(lambda n: write(token, n, key=f"s{n % 3}"), range(12)))
+    assert statuses == [200] * 12
+    assert threads and all(name.startswith("todoweb-db") for name in threads)
+    assert sorted(Revision.objects.values_list("number", flat=True)) == sorted([*range(1, 5)] * 3)
+    if getattr(connection, "pool", None) is not None:
+        stats = connection.pool.get_stats()
+        # Only this test's own connection is out of the pool.
+        assert stats["pool_size"] - stats["pool_available"] <= 1, stats
