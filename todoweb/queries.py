@@ -199,7 +199,8 @@ def advance(session: Session, changed: dict[str, Any], number: int) -> bool:
 
 def advance_and_insert(session: Session, changed: dict[str, Any], revision: Revision) -> bool:
     """PostgreSQL: `advance` and insert revision N in one statement, so a write is
-    atomic without a transaction and costs one round trip."""
+    atomic without a transaction and costs one round trip. False (nothing written)
+    when the session is no longer at N-1."""
     update, values = session_update(session, changed, revision.number)
     meta, quote = revision._meta, connection.ops.quote_name
     fields = [field for field in meta.concrete_fields if not field.primary_key]
