@@ -5,8 +5,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+AGENTS_STAMP := $(VENV)/.agents-installed
 
-.PHONY: help run test test-agents lint bench clean
+.PHONY: help run test test-js test-agents lint typecheck bench clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -35,12 +36,19 @@ test: $(STAMP)  ## Run every test: on SQLite, on PostgreSQL + Redis when they an
 	@echo "== real server processes: logs, several processes, faults =="
 	PG_TEST_URL=$(PG_TEST_URL) REDIS_TEST_URL=$(REDIS_TEST_URL) $(VENV)/bin/pytest tests/system $(PYTEST_ARGS)
 
-test-agents: $(STAMP)  ## Real agent CLIs from npm (Claude Code, Codex, …) drive a real server, with scripted models
+# The shell lists the files: Node 21 and later take a directory argument for a test file.
+test-js:  ## Unit tests of the board's pure JavaScript, on Node's own runner (no npm packages)
+	node --test tests/js/*.test.mjs
+
+test-agents: $(AGENTS_STAMP)  ## Real agent CLIs (npm) and MCP clients (npm, PyPI) drive a real server, with scripted models
 	$(VENV)/bin/pytest tests/agents $(PYTEST_ARGS)
 
 lint: $(STAMP)  ## ruff format --check + ruff check
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
+
+typecheck: $(STAMP)  ## mypy over the pure core: plan/, dialects/, calls/
+	$(VENV)/bin/mypy
 
 # Each benchmark prints its figures as ratios to a baseline measured in the same run,
 # with the load average beside each. The soak runs 1 minute here; the full soak is
@@ -64,6 +72,11 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
+
+# The Python MCP clients of tests/agents (fastmcp, Pydantic AI), only for test-agents.
+$(AGENTS_STAMP): requirements-agents.txt $(STAMP)
+	$(VENV)/bin/pip install --quiet -r requirements-agents.txt
+	touch $(AGENTS_STAMP)
 
 clean:  ## Remove the virtualenv and local databases
 	rm -rf $(VENV) db.sqlite3* .test-db.sqlite3*

@@ -79,7 +79,7 @@ class Api:
     def __init__(self) -> None:
         from django.test import Client
 
-        from todoweb.tokens import token_create
+        from todoweb.writes.tokens import token_create
 
         _, raw, _ = token_create(project_slug="bench")
         self.client = Client(headers={"Authorization": f"Bearer {raw}"})
@@ -163,7 +163,7 @@ def line(label: str, found: list[str], baseline: list[str], target: int) -> None
 def wire_bytes(api: Api, items: int = 10) -> str:
     """An agent works through a 10-step plan; what each write sends to whom. Returns
     the session's panel URL."""
-    from todoweb import events
+    from todoweb.live import events
 
     frames: list[dict[str, Any]] = []
     publish = events.asend
@@ -197,9 +197,9 @@ def wire_bytes(api: Api, items: int = 10) -> str:
 
 def deflated_sizes(texts: list[bytes]) -> list[int]:
     """Each message as `manage.py serve` sends it with permessage-deflate (each message
-    compressed on its own, once for every socket: todoweb.server.SharedDeflate),
+    compressed on its own, once for every socket: todoweb.runtime.server.SharedDeflate),
     header included. The first message is the snapshot a socket gets on connect."""
-    from todoweb.server import WINDOW_BITS, compressed
+    from todoweb.runtime.server import WINDOW_BITS, compressed
 
     sizes = []
     for text in texts:

@@ -113,9 +113,10 @@ def seed() -> str:
     from django.contrib.auth.models import User
     from django.utils import timezone
 
-    from todoweb.envelopes import ToolCall
+    from todoweb.calls.envelopes import ToolCall
     from todoweb.models import Project, Session
-    from todoweb.services import session_change, session_record_call
+    from todoweb.writes.people import session_change
+    from todoweb.writes.record import CallRequest, record_and_publish
 
     user = User.objects.create_user(USER, password=PASSWORD, is_staff=True, is_superuser=True)
     projects = {}
@@ -127,13 +128,8 @@ def seed() -> str:
     def write(project, key, dialect, title, texts, statuses, at, parent=None):
         tool, args = call_for(dialect, title, texts, statuses)
         with mock.patch("django.utils.timezone.now", return_value=at):
-            session_record_call(
-                project=project,
-                session_key=key,
-                call=ToolCall("plain", tool, None, args, dialect=dialect),
-                reply_style="checklist",
-                parent_key=parent,
-            )
+            call = ToolCall("plain", tool, None, args, dialect=dialect)
+            record_and_publish(project, CallRequest(key, call, reply_style="checklist", parent_key=parent))
 
     for slug, key, dialect, title, count, done, started, per_step, ending in AGENTS:
         texts = step_texts(title, count)
@@ -212,7 +208,7 @@ def long_run(project, now, write) -> str:
     statuses[9] = "in_progress"
     write(project, key, "claude", title, texts, statuses, now - timedelta(minutes=3))
     session = Session.objects.get(project=project, key=key)
-    from todoweb.services import session_change
+    from todoweb.writes.people import session_change
 
     session_change(session, title=title)
     return session.public_id

@@ -12,7 +12,7 @@ from django.test import Client
 
 from tests.live_server import LiveServer
 from todoweb.models import ApiToken, Project
-from todoweb.tokens import token_create
+from todoweb.writes.tokens import token_create
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 

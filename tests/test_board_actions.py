@@ -65,7 +65,17 @@ def error(response, status: int, code: str) -> str:
 def test_it_gives_members_the_actions_and_share_viewers_none(board, client, session, api):
     html = board.page.content.decode()
     assert 'id="edit-button"' in html and 'aria-label="Session actions"' in html
-    assert set(board.config["actions"]) == {"rename", "close", "reopen", "archive", "share", "share-revoke", "edits"}
+    assert set(board.config["actions"]) == {
+        "rename",
+        "close",
+        "reopen",
+        "archive",
+        "share",
+        "share-revoke",
+        "edits",
+        "note",
+        "answer",
+    }
     assert board.config["actions"]["rename"] == f"/s/{session.public_id}/actions/rename"
 
     url = api.post("/api/v1/sessions/run-1/share", {}).json()["url"]

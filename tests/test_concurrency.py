@@ -11,7 +11,7 @@ from django.db import connection
 from tests.conftest import Api
 from todoweb.dialects import claude
 from todoweb.models import Revision, Session
-from todoweb.tokens import token_create
+from todoweb.writes.tokens import token_create
 
 WRITERS = 40
 
@@ -98,17 +98,17 @@ def test_it_writes_another_projects_session_while_a_slow_call_runs(token, monkey
 def test_writes_run_in_the_database_threads_and_give_their_connections_back(token, settings, monkeypatch):
     """With TODOWEB_DB_THREADS > 1 a write runs in one of those threads, and its
     connection goes back to the pool (PostgreSQL) when the write is done."""
-    from todoweb import services
+    from todoweb.web import recording
 
     settings.TODOWEB_DB_THREADS = 3
     threads = set()
-    real = services.session_record_call
+    real = recording.record
 
-    def spy(**kwargs):
+    def spy(*args):
         threads.add(threading.current_thread().name)
-        return real(**kwargs)
+        return real(*args)
 
-    monkeypatch.setattr("todoweb.api.tools.session_record_call", spy)
+    monkeypatch.setattr(recording, "record", spy)
     with ThreadPoolExecutor(max_workers=6) as pool:
         statuses = list(pool.map(lambda n: write(token, n, key=f"s{n % 3}"), range(12)))
     assert statuses == [200] * 12
@@ -118,3 +118,35 @@ def test_writes_run_in_the_database_threads_and_give_their_connections_back(toke
         stats = connection.pool.get_stats()
         # Only this test's own connection is out of the pool.
         assert stats["pool_size"] - stats["pool_available"] <= 1, stats
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_persons_edit_is_told_to_exactly_one_of_concurrent_agent_calls(token):
+    """Reads and writes racing right after an edit: one of them tells the agent."""
+    agent = Api(token)
+    todos = [{"content": "Write the fix", "status": "in_progress", "activeForm": "Writing the fix"}]
+    assert agent.call("told", "TodoWrite", {"todos": todos}).status_code == 200
+
+    def call(n: int) -> str:
+        try:
+            if n % 2:
+                answer = Api(token).call("told", "TodoRead", {})
+            else:
+                answer = Api(token).call("told", "TodoWrite", {"todos": todos}, call_id=f"toolu_{n}-{round_}")
+            assert answer.status_code == 200, answer.content
+            return answer.json()["reply"]["content"]
+        finally:
+            connection.close()
+
+    for round_ in range(5):
+        revision = agent.revision("told")
+        note = f"Note {round_}"
+        edited = agent.post(
+            "/api/v1/sessions/told/edits",
+            {"todos": [{"content": "Write the fix", "status": "in_progress"}], "note": note},
+            headers={"If-Match": str(revision)},
+        )
+        assert edited.status_code == 200, edited.content
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            replies = list(pool.map(call, range(6)))
+        assert sum(f"The user's note: {note}" in reply for reply in replies) == 1, replies

@@ -1,8 +1,9 @@
-"""The websocket consumers (SPEC §8), through the real ASGI stack: origin check,
+"""The websocket consumers, through the real ASGI stack: origin check,
 login session or share token, project membership, and every event."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -13,15 +14,23 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from todoweb import events, live
 from todoweb.asgi import application
+from todoweb.live import events, hub
+from todoweb.live.hub import process_hub
 from todoweb.models import Project, Session, ShareLink
-from todoweb.sharing import share_create, share_revoke_all
-from todoweb.tokens import token_create
+from todoweb.writes.sharing import share_create, share_revoke_all
+from todoweb.writes.tokens import token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TIMEOUT = 2
+
+
+def due_in(seconds: float) -> float:
+    """How long to wait for an event a timer sends `seconds` from now: comfortably
+    longer, since a loaded machine runs timers late (a wait that races its own
+    deadline fails only in a full run)."""
+    return seconds + 5 * TIMEOUT
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +43,7 @@ def memory_layer(settings):
 async def stop_the_hub():
     # Each test's loop has its own hub; it stops with the test, not when the loop is gone.
     yield
-    await live.hub().stop()
+    await process_hub().stop()
 
 
 def plan(*statuses: str) -> dict:
@@ -52,6 +61,16 @@ def post_as(raw_token: str, key: str, body: dict):
         content_type="application/json",
         headers={"Authorization": f"Bearer {raw_token}"},
     )
+
+
+def layer_down(monkeypatch) -> None:
+    """Nothing published reaches any hub, from synchronous code or the event loop."""
+
+    async def dropped(messages) -> None:
+        return None
+
+    monkeypatch.setattr(events, "send", lambda messages: None)
+    monkeypatch.setattr(events, "asend", dropped)
 
 
 def cookie_for(user: User) -> str:
@@ -178,7 +197,7 @@ async def test_it_sends_a_state_event_when_the_session_turns_idle(settings, memb
     ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
     snapshot = await ws.receive_json_from(TIMEOUT)
     assert snapshot["session"]["state"] == "active"
-    event = await ws.receive_json_from(TIMEOUT)
+    event = await ws.receive_json_from(due_in(1))
     assert event == {
         "type": "session.state",
         "session": session.public_id,
@@ -197,7 +216,7 @@ async def test_a_write_postpones_the_idle_event_to_its_own_deadline(settings, ap
     await ws.receive_json_from(TIMEOUT)
     await write(api, "run-1", plan("completed", "in_progress"))
     assert (await ws.receive_json_from(TIMEOUT))["revision"] == 2
-    event = await ws.receive_json_from(TIMEOUT)
+    event = await ws.receive_json_from(due_in(2))
     assert (event["state"], event["revision"]) == ("idle", 2)
     updated_at = await Session.objects.values_list("updated_at", flat=True).aget(pk=session.pk)
     assert timezone.now() >= updated_at + timedelta(seconds=2)
@@ -285,13 +304,12 @@ async def test_it_hangs_up_share_viewers_when_the_links_are_revoked(member, sess
 
 async def test_it_hangs_up_a_share_viewer_when_the_link_expires(session):
     link, raw = await sync_to_async(share_create)(session=session)
-    await sync_to_async(ShareLink.objects.filter(pk=link.pk).update)(
-        expires_at=timezone.now() + timedelta(milliseconds=300)
-    )
+    await sync_to_async(ShareLink.objects.filter(pk=link.pk).update)(expires_at=timezone.now() + timedelta(seconds=3))
+    # Expires after the socket opened, however slowly the machine opens it.
     ws, connected, _ = await connect(f"/ws/sessions/{session.public_id}/?share={raw}")
     assert connected
     await ws.receive_json_from(TIMEOUT)
-    assert (await ws.receive_json_from(TIMEOUT))["type"] == "share.ended"
+    assert (await ws.receive_json_from(due_in(3)))["type"] == "share.ended"
     assert (await ws.receive_output(TIMEOUT))["code"] == 4410
 
 
@@ -348,7 +366,7 @@ async def test_it_sends_a_summary_when_a_session_turns_idle_on_the_dashboard(set
     settings.TODOWEB_IDLE_AFTER = 1
     ws, _, _ = await connect("/ws/dashboard/", user=member)
     assert (await ws.receive_json_from(TIMEOUT))["sessions"][0]["state"] == "active"
-    event = await ws.receive_json_from(TIMEOUT)
+    event = await ws.receive_json_from(due_in(1))
     assert event["type"] == "session.summary"
     assert (event["session"]["id"], event["session"]["state"]) == (session.public_id, "idle")
     await ws.disconnect()
@@ -413,13 +431,13 @@ async def revisions_after_two_quick_writes(api, member, session) -> list[list[in
 
 
 async def test_a_paced_socket_sends_every_revision_it_holds(api, member, session, monkeypatch):
-    monkeypatch.setattr(live, "SENDS_PER_SECOND", 4)
+    monkeypatch.setattr(hub, "SENDS_PER_SECOND", 4)
     assert await revisions_after_two_quick_writes(api, member, session) == [[3, 4], [3, 4]]
 
 
 async def test_a_crowded_group_sends_each_socket_only_the_newest_revision(api, member, session, monkeypatch):
-    monkeypatch.setattr(live, "SENDS_PER_SECOND", 4)
-    monkeypatch.setattr(live, "FULL_ROUND", 1)  # two watchers are a crowd
+    monkeypatch.setattr(hub, "SENDS_PER_SECOND", 4)
+    monkeypatch.setattr(hub, "FULL_ROUND", 1)  # two watchers are a crowd
     assert await revisions_after_two_quick_writes(api, member, session) == [[4], [4]]
 
 
@@ -427,13 +445,13 @@ async def test_a_crowded_group_sends_each_socket_only_the_newest_revision(api, m
 
 
 async def test_it_catches_up_on_frames_the_channel_layer_lost(api, member, session, monkeypatch):
-    monkeypatch.setattr(live, "RECONCILE_EVERY", 0.05)
+    monkeypatch.setattr(hub, "RECONCILE_EVERY", 0.05)
     panel, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
     dashboard, _, _ = await connect("/ws/dashboard/", user=member)
     await panel.receive_json_from(TIMEOUT)
     await dashboard.receive_json_from(TIMEOUT)
     # The layer is down: every frame of the next writes is lost.
-    monkeypatch.setattr(events, "send", lambda messages: None)
+    layer_down(monkeypatch)
     await write(api, "run-1", plan("completed", "in_progress"))
     await write(api, "run-1", plan("completed", "completed"))
     # A check may run between the two writes: revision 2 then 3, or 3 alone.
@@ -449,3 +467,215 @@ async def test_it_catches_up_on_frames_the_channel_layer_lost(api, member, sessi
     assert await panel.receive_nothing(0.2)  # sent once, not on every check
     await panel.disconnect()
     await dashboard.disconnect()
+
+
+# --- access that ends while a socket is open -------------------------------
+
+
+def logged_in_client(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+async def connect_as(client: Client, path: str):
+    """A socket opened with `client`'s login session (its cookie), as the page's script opens it."""
+    headers = [(b"host", b"testserver"), (b"origin", b"http://testserver")]
+    headers.append((b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await communicator.connect(timeout=TIMEOUT)
+    assert connected
+    await communicator.receive_json_from(TIMEOUT)  # the snapshot
+    return communicator
+
+
+async def closed_with(ws: WebsocketCommunicator) -> int:
+    """The code the server closed the socket with; fails if a frame comes first."""
+    output = await ws.receive_output(TIMEOUT)
+    assert output["type"] == "websocket.close", output
+    return output["code"]
+
+
+async def test_it_hangs_up_a_members_sockets_when_they_log_out(api, member, session):
+    browser = await sync_to_async(logged_in_client)(member)
+    panel = await connect_as(browser, f"/ws/sessions/{session.public_id}/")
+    dashboard = await connect_as(browser, "/ws/dashboard/")
+    elsewhere = await connect_as(await sync_to_async(logged_in_client)(member), "/ws/dashboard/")
+    assert (await sync_to_async(browser.post)("/accounts/logout/")).status_code == 302
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert await closed_with(panel) == 4401
+    assert await closed_with(dashboard) == 4401
+    # Their login in another browser is still theirs: that dashboard goes on.
+    assert (await elsewhere.receive_json_from(TIMEOUT))["session"]["revision"] == 2
+    await elsewhere.disconnect()
+
+
+async def test_it_hangs_up_a_members_panel_and_refreshes_their_dashboard_when_removed_from_the_project(
+    api, project, member, session
+):
+    browser = await sync_to_async(logged_in_client)(member)
+    panel = await connect_as(browser, f"/ws/sessions/{session.public_id}/")
+    dashboard = await connect_as(browser, "/ws/dashboard/")
+    await sync_to_async(project.members.remove)(member)
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert await closed_with(panel) == 4403
+    # The dashboard is told to reconnect: its fresh snapshot no longer holds the project.
+    assert await closed_with(dashboard) == 4409
+    again = await connect_as(browser, "/ws/dashboard/")
+    await write(api, "run-1", plan("completed", "completed"))
+    assert await again.receive_nothing(0.2)
+    await again.disconnect()
+
+
+async def test_it_hangs_up_the_sockets_of_a_deactivated_account(api, member, session):
+    browser = await sync_to_async(logged_in_client)(member)
+    panel = await connect_as(browser, f"/ws/sessions/{session.public_id}/")
+    dashboard = await connect_as(browser, "/ws/dashboard/")
+    member.is_active = False
+    await sync_to_async(member.save)()
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert await closed_with(panel) == 4403
+    assert await closed_with(dashboard) == 4403
+
+
+async def test_it_hangs_up_the_sockets_of_a_login_that_a_password_change_ended(api, member, session):
+    browser = await sync_to_async(logged_in_client)(member)
+    panel = await connect_as(browser, f"/ws/sessions/{session.public_id}/")
+    member.set_password("a brand new password")
+    await sync_to_async(member.save)()
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert await closed_with(panel) == 4401
+
+
+async def test_it_keeps_the_sockets_of_a_member_whose_account_only_logged_in_again(api, member, session):
+    browser = await sync_to_async(logged_in_client)(member)
+    panel = await connect_as(browser, f"/ws/sessions/{session.public_id}/")
+    await sync_to_async(logged_in_client)(member)  # saves last_login
+    member.first_name = "Renamed"
+    await sync_to_async(member.save)()  # a change that takes no access away
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert (await panel.receive_json_from(TIMEOUT))["revision"] == 2
+    await panel.disconnect()
+
+
+async def test_it_hangs_up_share_viewers_when_the_link_is_deleted_in_the_admin(api, session):
+    link, raw = await sync_to_async(share_create)(session=session)
+    shared, _, _ = await connect(f"/ws/sessions/{session.public_id}/?share={raw}")
+    await shared.receive_json_from(TIMEOUT)
+    superuser = await sync_to_async(User.objects.create_superuser)("root", password="pw")
+    admin = await sync_to_async(logged_in_client)(superuser)
+    answer = await sync_to_async(admin.post)(
+        "/admin/todoweb/sharelink/", {"action": "delete_selected", "_selected_action": [link.pk], "post": "yes"}
+    )
+    assert answer.status_code == 302
+    assert not await ShareLink.objects.filter(pk=link.pk).aexists()
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert await shared.receive_json_from(TIMEOUT) == {"type": "share.ended", "session": session.public_id}
+    assert await closed_with(shared) == 4410
+
+
+async def test_reconciliation_hangs_up_a_share_viewer_whose_link_was_revoked_while_the_layer_was_down(
+    api, session, monkeypatch
+):
+    """The revocation's event is lost with the channel layer; the hub's next check of
+    the database closes the socket before it sends the revision it missed."""
+    monkeypatch.setattr(hub, "RECONCILE_EVERY", 0.05)
+    _, raw = await sync_to_async(share_create)(session=session)
+    shared, _, _ = await connect(f"/ws/sessions/{session.public_id}/?share={raw}")
+    await shared.receive_json_from(TIMEOUT)
+    layer_down(monkeypatch)
+    await sync_to_async(share_revoke_all)(session=session)
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert await shared.receive_json_from(TIMEOUT) == {"type": "share.ended", "session": session.public_id}
+    assert await closed_with(shared) == 4410
+
+
+async def test_reconciliation_hangs_up_a_panel_and_refreshes_a_dashboard_of_a_member_removed_while_the_layer_was_down(
+    api, project, member, session, monkeypatch
+):
+    monkeypatch.setattr(hub, "RECONCILE_EVERY", 0.05)
+    browser = await sync_to_async(logged_in_client)(member)
+    panel = await connect_as(browser, f"/ws/sessions/{session.public_id}/")
+    dashboard = await connect_as(browser, "/ws/dashboard/")
+    layer_down(monkeypatch)
+    await sync_to_async(project.members.remove)(member)
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert await closed_with(panel) == 4403
+    assert await closed_with(dashboard) == 4409
+
+
+async def test_a_hub_that_saw_the_layer_fail_checks_access_before_it_sends_again(api, session, monkeypatch):
+    """Redis is down while a link is revoked (the revocation's event is lost), then comes
+    back: the first frame through it must not reach the link's viewer, although the
+    periodic check is far off."""
+    monkeypatch.setattr(hub, "RECONCILE_EVERY", 60)
+    monkeypatch.setattr(hub, "PROBE_EVERY", 0.05, raising=False)
+    _, raw = await sync_to_async(share_create)(session=session)
+    shared, _, _ = await connect(f"/ws/sessions/{session.public_id}/?share={raw}")
+    await shared.receive_json_from(TIMEOUT)
+    layer, publish, apublish = get_channel_layer(), events.send, events.asend
+    working = layer.send
+
+    async def down(*args, **kwargs):
+        raise ConnectionError("Redis is down")
+
+    monkeypatch.setattr(layer, "send", down)
+    layer_down(monkeypatch)
+    this = process_hub()
+    for _ in range(40):  # the hub's probe notices within PROBE_EVERY
+        if getattr(this, "layer_down", False):
+            break
+        await asyncio.sleep(0.05)
+    await sync_to_async(share_revoke_all)(session=session)
+    # The layer is back: frames are published again.
+    monkeypatch.setattr(layer, "send", working)
+    monkeypatch.setattr(events, "send", publish)
+    monkeypatch.setattr(events, "asend", apublish)
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert await shared.receive_json_from(TIMEOUT) == {"type": "share.ended", "session": session.public_id}
+    assert await closed_with(shared) == 4410
+
+
+async def test_a_frame_that_comes_while_the_check_after_an_outage_runs_waits_for_that_check(api, session, monkeypatch):
+    """The layer is back and the hub's check of its sockets is under way when the first
+    frame comes through: the frame waits for the check, which closes the revoked link's
+    socket, rather than reaching it first."""
+    monkeypatch.setattr(hub, "RECONCILE_EVERY", 60)
+    monkeypatch.setattr(hub, "PROBE_EVERY", 0.05, raising=False)
+    _, raw = await sync_to_async(share_create)(session=session)
+    shared, _, _ = await connect(f"/ws/sessions/{session.public_id}/?share={raw}")
+    await shared.receive_json_from(TIMEOUT)
+    layer, publish, apublish = get_channel_layer(), events.send, events.asend
+    working = layer.send
+
+    async def down(*args, **kwargs):
+        raise ConnectionError("Redis is down")
+
+    monkeypatch.setattr(layer, "send", down)
+    layer_down(monkeypatch)
+    this = process_hub()
+    for _ in range(40):
+        if this.layer_down:
+            break
+        await asyncio.sleep(0.05)
+    assert this.layer_down
+    await sync_to_async(share_revoke_all)(session=session)
+
+    checking, gate = asyncio.Event(), asyncio.Event()
+    check_access = hub.Hub.check_access
+
+    async def gated(self, watchers):
+        checking.set()
+        await gate.wait()
+        await check_access(self, watchers)
+
+    monkeypatch.setattr(hub.Hub, "check_access", gated)
+    monkeypatch.setattr(layer, "send", working)
+    await asyncio.wait_for(checking.wait(), TIMEOUT)  # the probe saw the layer back: the check began
+    monkeypatch.setattr(events, "send", publish)
+    monkeypatch.setattr(events, "asend", apublish)
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert await shared.receive_nothing(0.5)
+    gate.set()
+    assert await shared.receive_json_from(TIMEOUT) == {"type": "share.ended", "session": session.public_id}
+    assert await closed_with(shared) == 4410

@@ -59,3 +59,22 @@ def test_it_takes_the_channel_prefix_from_the_environment():
     code = "import django; django.setup(); from django.conf import settings; print(settings.TODOWEB_CHANNEL_PREFIX)"
     assert run(code, TODOWEB_CHANNEL_PREFIX="team-a").stdout.strip() == "team-a"
     assert run(code).stdout.strip().startswith("todoweb.")
+
+
+def test_the_api_handler_still_finds_the_django_internals_it_replaces():
+    """The API's handler runs without middleware by setting what Django's
+    BaseHandler.load_middleware sets (todoweb.runtime.handlers). If a Django upgrade
+    renames those internals, this fails loudly instead of the API misbehaving."""
+    import inspect
+
+    from django.core.handlers.base import BaseHandler
+
+    from todoweb.runtime.handlers import ApiHandler
+
+    source = inspect.getsource(BaseHandler.load_middleware)
+    for name in ("_view_middleware", "_template_response_middleware", "_exception_middleware", "_middleware_chain"):
+        assert f"self.{name}" in source, name
+    for name in ("_get_response", "_get_response_async", "get_response_async"):
+        assert callable(getattr(BaseHandler, name, None)), name
+    handler = ApiHandler()
+    assert handler._middleware_chain is not None and handler._view_middleware == []

@@ -1,4 +1,4 @@
-"""Amp's todo_write / todo_read (PEERS-MORE §9; behaviour from the Amp CLI bundle) through the real URL."""
+"""Amp's todo_write / todo_read (behaviour from the Amp CLI bundle) through the real URL."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import assert_refused
 from todoweb.dialects import amp
-from todoweb.steps import Item
+from todoweb.plan.steps import Item
 
 PLAN = {
     "todos": [

@@ -1,4 +1,4 @@
-"""Cline's focus chain, `task_progress` (PEERS-MORE §8), through the real URL."""
+"""Cline's focus chain, `task_progress` through the real URL."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Codex's update_plan (PEERS "Codex update_plan") through the real URL.
+"""Codex's update_plan through the real URL.
 
 Positions in the expected messages are serde_json's: line, and UTF-8 bytes since the
 line start, of the character looked at (syntax) or of the last one read (types, fields).
@@ -14,9 +14,9 @@ import jsonschema
 import pytest
 
 from tests.conftest import assert_refused
+from todoweb.calls.errors import InvalidInput
 from todoweb.dialects import codex
 from todoweb.dialects.base import UNPARSED
-from todoweb.errors import InvalidInput
 
 CALL_IDS = itertools.count(1)
 PREFIX = "failed to parse function arguments: "

@@ -1,4 +1,4 @@
-"""VS Code Copilot Chat's manage_todo_list (PEERS-MORE §7) through the real URL."""
+"""VS Code Copilot Chat's manage_todo_list through the real URL."""
 
 from __future__ import annotations
 

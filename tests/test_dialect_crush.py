@@ -1,4 +1,4 @@
-"""Crush's todos (PEERS-MORE §9 Crush) through the real URL."""
+"""Crush's todos through the real URL."""
 
 from __future__ import annotations
 

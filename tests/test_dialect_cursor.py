@@ -1,4 +1,4 @@
-"""Cursor's todo_write with `merge` (PEERS-MORE §2; rules and replies from Cursor's agent
+"""Cursor's todo_write with `merge` (rules and replies from Cursor's agent
 code, error texts as zod 4.6.7 writes them) through the real URL."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import assert_refused
 from todoweb.dialects import cursor
-from todoweb.steps import Item
+from todoweb.plan.steps import Item
 
 TOOL = "todo_write"
 SUCCESS = (

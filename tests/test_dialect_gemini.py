@@ -1,4 +1,4 @@
-"""Gemini CLI's write_todos with `description` (PEERS "Gemini write_todos") through the real URL."""
+"""Gemini CLI's write_todos with `description` through the real URL."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import jsonschema
 import pytest
 
 from tests.conftest import assert_refused
+from todoweb.calls.errors import InvalidInput
 from todoweb.dialects import gemini
 from todoweb.dialects.base import UNPARSED
-from todoweb.errors import InvalidInput
 
 PLAN = {
     "todos": [

@@ -1,4 +1,4 @@
-"""Goose's todo_write / todo__todo_write (PEERS-MORE §9 Goose) through the real URL."""
+"""Goose's todo_write / todo__todo_write through the real URL."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Kimi CLI's SetTodoList (seed 000, PEERS "Kimi SetTodoList") through the real URL."""
+"""Kimi CLI's SetTodoList through the real URL."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import jsonschema
 import pytest
 
 from tests.conftest import assert_refused
+from todoweb.calls.errors import InvalidInput
 from todoweb.dialects import kimi
 from todoweb.dialects.base import UNPARSED
-from todoweb.errors import InvalidInput
-from todoweb.steps import Item
+from todoweb.plan.steps import Item
 
-# Seed 000's example of a full snapshot.
+# The tool description's example of a full snapshot.
 SEED_SNAPSHOT = {
     "todos": [
         {"title": "梳理需求", "status": "done"},

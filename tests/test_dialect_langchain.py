@@ -1,4 +1,4 @@
-"""LangChain's write_todos with `content` (PEERS-MORE §1) through the real URL.
+"""LangChain's write_todos with `content` through the real URL.
 
 Every reply and error text below is what langchain 1.4.7 / langgraph 1.2.22 answered
 for the same arguments (create_agent with TodoListMiddleware and a fake model).
@@ -99,7 +99,7 @@ def test_it_keeps_hostile_text_verbatim(api):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        # PEERS-MORE §1's examples.
+        # The examples of LangChain's own docs.
         (
             {"todos": [todo("A", "done")]},
             error(

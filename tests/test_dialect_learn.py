@@ -118,7 +118,7 @@ def test_it_treats_present_nulls_as_python_does(api):
 
 
 def test_it_rejects_a_null_text_instead_of_storing_none(api):
-    # Deviation from the original, which stores the text "None" (PEERS.md calls it an accident).
+    # Deviation from the original, which stores the text "None" (an accident of str(None)).
     api.rejected("ln", "todo", {"items": [{"id": "x", "text": None, "status": "pending"}]}, "Item x: text required")
 
 

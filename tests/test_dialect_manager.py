@@ -5,7 +5,7 @@ import pytest
 
 from todoweb.dialects import manager
 
-# Seed 003's strings, byte for byte: ASCII colon and comma after 错误 and the status.
+# The TodoManager's documented strings, byte for byte: ASCII colon and comma after 错误 and the status.
 STATUS_ERROR = '错误:无效状态 "{}",可选值: running, completed, failed'
 MISSING_ERROR = '错误:未找到 ID 为 "{}" 的步骤。'
 EMPTY_ERROR = "错误:必须提供至少一个步骤描述。"

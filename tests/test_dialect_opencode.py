@@ -1,4 +1,4 @@
-"""opencode's (and Kilo's) todowrite / todoread (PEERS-MORE §5, §9) through the real URL."""
+"""opencode's (and Kilo's) todowrite / todoread through the real URL."""
 
 from __future__ import annotations
 
@@ -53,6 +53,18 @@ def invalid(issue: str, tool: str = "todowrite") -> str:
         f"The {tool} tool was called with invalid arguments: SchemaError({issue}).\n"
         "Please rewrite the input so it satisfies the expected schema."
     )
+
+
+def test_a_todowrite_call_meant_for_claude_codes_todowrite_says_so(api):
+    """`todowrite` is one letter's case away from `TodoWrite`: when the input is a
+    TodoWrite plan, the refusal says which tool it fits."""
+    plan = {"todos": [{"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"}]}
+    message = api.call("s1", "todowrite", plan).json()["error"]["message"]
+    assert message.endswith(
+        "\n\nThis input fits the tool 'TodoWrite' (claude), not 'todowrite': check the tool's name."
+    )
+    refused = api.call("s1", "todowrite", {"todos": [{"content": "x", "status": "pending"}]}).json()["error"]["message"]
+    assert "This input fits" not in refused  # no priority, and no activeForm either: it fits neither
 
 
 def test_it_writes_the_list_and_answers_like_opencode(api):

@@ -1,4 +1,4 @@
-"""OpenHands' task_tracker (PEERS-MORE §4, the V1 SDK) through the real URL."""
+"""OpenHands' task_tracker (the V1 SDK) through the real URL."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import assert_refused
 from todoweb.dialects import openhands
-from todoweb.steps import Item
+from todoweb.plan.steps import Item
 
 TOOL = "task_tracker"
 PLAN = {

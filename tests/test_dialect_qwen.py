@@ -1,4 +1,4 @@
-"""Qwen Code's todo_write with `id` (PEERS-MORE §6) through the real URL."""
+"""Qwen Code's todo_write with `id` through the real URL."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 import jsonschema
 import pytest
 
+from todoweb.calls.errors import InvalidInput
 from todoweb.dialects import qwen
-from todoweb.errors import InvalidInput
-from todoweb.steps import Item
+from todoweb.plan.steps import Item
 
 
 def modified(todos_json: str) -> str:

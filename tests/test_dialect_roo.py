@@ -1,4 +1,4 @@
-"""Roo Code's update_todo_list (PEERS-MORE §3) through the real URL.
+"""Roo Code's update_todo_list through the real URL.
 
 The checklist cases were also run through Roo's own `parseMarkdownChecklist` under
 Node: the same lines are items, with the same texts, statuses and md5 ids.

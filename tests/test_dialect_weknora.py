@@ -20,7 +20,7 @@ SEED_INPUT = {
     ],
 }
 
-# Seed 001 §6.2, character for character (Go ends every line with "\n").
+# WeKnora's documented plan text, character for character (Go ends every line with "\n").
 SEED_OUTPUT = """计划已创建
 
 **任务**: 比较 WeKnora 与 LangChain、LlamaIndex

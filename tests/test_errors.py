@@ -1,4 +1,4 @@
-"""Every error of SPEC §4: its HTTP status, code, message, and nothing written."""
+"""Every error the tool endpoint answers: its HTTP status, code, message, and nothing written."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from django.db import InterfaceError, OperationalError
 from django.test import Client
 
 from tests.conftest import Api, assert_refused
-from todoweb import queries
 from todoweb.models import ApiToken, Revision, Session
+from todoweb.writes import sql
 
 WRITE = {"todos": [{"content": "a", "status": "pending", "activeForm": "doing a"}]}
 
@@ -51,6 +51,36 @@ def test_it_requires_a_token():
     assert_error(r, 401, "unauthorized")
 
 
+def test_it_tells_why_in_the_401_challenge_and_names_no_authorization_server(db):
+    r = Client().post(
+        "/api/v1/sessions/s1/tool",
+        data=json.dumps({"tool": "TodoRead"}),
+        content_type="application/json",
+        headers={"Authorization": "Bearer tw_nope"},
+    )
+    assert_error(r, 401, "unauthorized")
+    assert r["WWW-Authenticate"] == (
+        'Bearer realm="todoweb", error="invalid_token", error_description="Unknown or revoked API token", '
+        'resource_metadata="http://testserver/.well-known/oauth-protected-resource"'
+    )
+    metadata = Client().get("/.well-known/oauth-protected-resource")
+    assert metadata.status_code == 200
+    assert metadata.json() == {
+        "resource": "http://testserver",
+        "resource_name": "todoweb",
+        "bearer_methods_supported": ["header"],
+    }
+
+
+def test_it_tells_a_token_sent_without_bearer_how_to_send_it(db):
+    r = Client().get("/api/v1/sessions", headers={"Authorization": "tw_abc"})
+    body = assert_error(r, 401, "unauthorized")
+    assert body["error"]["message"] == (
+        "The Authorization header holds a token without its scheme: "
+        "send 'Authorization: Bearer <token>' (or 'X-Api-Key: <token>')"
+    )
+
+
 def test_it_rejects_an_unknown_token_with_a_reply(db):
     r = Client().post(
         "/api/v1/sessions/s1/tool",
@@ -79,7 +109,7 @@ def test_it_allows_reads_with_a_read_token(api, read_api):
 
 
 def test_it_hides_other_projects_sessions(api, db):
-    from todoweb.tokens import token_create
+    from todoweb.writes.tokens import token_create
 
     api.call("s1", "TodoWrite", WRITE)
     _, other, _ = token_create(project_slug="other")
@@ -109,9 +139,26 @@ def test_it_answers_409_on_a_stale_expected_revision_in_the_body(api):
 
 def test_it_refuses_a_body_over_the_limit(api, settings):
     settings.TODOWEB_MAX_BODY_BYTES = 1000
-    big = {"tool": "TodoWrite", "input": {"todos": [{"content": "x" * 2000, "status": "pending", "activeForm": "a"}]}}
-    assert_error(api.tool("s1", big), 413, "payload_too_large")
+    big = {
+        "type": "tool_use",
+        "id": "toolu_big",
+        "name": "TodoWrite",
+        "input": {"todos": [{"content": "x" * 2000, "status": "pending", "activeForm": "a"}]},
+    }
+    answer = assert_error(api.tool("s1", big), 413, "payload_too_large")
+    size = len(json.dumps(big))
+    message = f"The body is {size:,} bytes; todoweb takes at most 1,000 (the server's TODOWEB_MAX_BODY_BYTES)"
+    assert answer["error"]["message"] == message
+    # The model is told, in its own reply, that its list is too large.
+    assert answer["reply"] == {"type": "tool_result", "tool_use_id": "toolu_big", "content": message, "is_error": True}
     assert not Session.objects.exists()
+
+
+def test_a_body_far_over_the_limit_is_refused_without_reading_it(api, settings):
+    settings.TODOWEB_MAX_BODY_BYTES = 1000
+    huge = {"tool": "TodoWrite", "id": "c1", "input": {"todos": [], "pad": "x" * 10_000}}
+    answer = assert_error(api.tool("s1", huge), 413, "payload_too_large")
+    assert "reply" not in answer
 
 
 def test_it_refuses_a_body_over_djangos_own_limit(api, settings):
@@ -158,7 +205,7 @@ def test_it_rejects_bad_query_parameters(api):
 
 
 def test_it_rejects_a_bad_if_match(api):
-    assert_error(api.call("s1", "TodoWrite", WRITE, headers={"If-Match": "abc"}), 422, "invalid_input")
+    assert_error(api.call("s1", "TodoWrite", WRITE, headers={"If-Match": "abc"}), 400, "invalid_if_match")
     assert_error(api.tool("s1", {"tool": "TodoWrite", "input": WRITE, "expected_revision": "1"}), 422, "invalid_input")
 
 
@@ -174,17 +221,14 @@ def test_it_caps_text_the_database_limits_on_every_backend(api):
     assert_error(api.get("/api/v1/sessions?q=a%00b"), 422, "invalid_input")
 
 
-def test_it_still_answers_a_committed_write_when_the_channel_layer_fails(
-    api, monkeypatch, django_capture_on_commit_callbacks
-):
-    from todoweb import events
+def test_it_still_answers_a_committed_write_when_the_channel_layer_fails(api, monkeypatch):
+    from channels.layers import get_channel_layer
 
-    def broken(group, event):
+    async def broken(group, event):
         raise ConnectionError("channel layer down")
 
-    monkeypatch.setattr(events, "send", broken)
-    with django_capture_on_commit_callbacks(execute=True):
-        r = api.call("s1", "TodoWrite", WRITE)
+    monkeypatch.setattr(get_channel_layer(), "group_send", broken)
+    r = api.call("s1", "TodoWrite", WRITE)
     assert r.status_code == 200
     assert r.json()["data"]["revision"] == 1
 
@@ -194,7 +238,7 @@ def test_a_database_out_of_reach_is_a_503_with_retry_after_and_a_reply(api, monk
     def unreachable(*args, **kwargs):
         raise failure
 
-    monkeypatch.setattr(queries, "token_and_session", unreachable)
+    monkeypatch.setattr(sql, "token_and_session", unreachable)
     r = api.tool("s1", {"type": "tool_use", "id": "call_9", "name": "TodoWrite", "input": WRITE})
     answer = assert_error(r, 503, "unavailable")
     assert r["Retry-After"] == "1"

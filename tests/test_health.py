@@ -26,7 +26,7 @@ def test_it_stays_ready_but_reports_a_channel_layer_that_is_down(client, db, set
 
 
 def test_it_reports_not_ready_without_its_database(client, db, monkeypatch):
-    from todoweb import health
+    from todoweb.web import health
 
     monkeypatch.setattr(health, "check_database", lambda: False)
     r = client.get("/readyz")

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.conftest import assert_refused
-from todoweb.jsonio import MAX_DEPTH, MAX_LIST_ITEMS
+from todoweb.calls.jsonio import MAX_DEPTH, MAX_LIST_ITEMS
 from todoweb.models import Revision, Session
 
 WRITE = {"todos": [{"content": "a", "status": "pending", "activeForm": "doing a"}]}
@@ -84,7 +84,10 @@ def test_it_stores_nesting_within_the_limit(api):
 def test_it_refuses_a_list_longer_than_any_call_needs(api):
     args = {"todos": [{"title": "", "status": "nope"}] * (MAX_LIST_ITEMS + 1)}
     answer = assert_refused(api.call("s1", "SetTodoList", args))
-    assert answer["error"]["message"] == "A list holds 1,001 elements; todoweb takes at most 1,000"
+    assert answer["error"]["message"] == (
+        "Too many items in one list: 1,001. todoweb takes at most 1,000 in any list or object of a call "
+        "(a fixed limit, whatever the project's max_items policy allows)"
+    )
     assert not Session.objects.exists()
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+from html.parser import HTMLParser
 
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.staticfiles import finders
 
 from tests.conftest import MEMBER_PASSWORD
-from todoweb import views
 from todoweb.models import Project, Session
+from todoweb.web.board import views
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
@@ -23,6 +24,35 @@ def plan(*statuses: str, prefix: str = "Step") -> dict:
             for i, s in enumerate(statuses)
         ]
     }
+
+
+def shown(html: str) -> str:
+    """The page without its <template>s: what it shows before any script runs."""
+    return re.sub(r"<template .*?</template>", "", html, flags=re.S)
+
+
+def template(html: str, name: str) -> str:
+    return re.search(rf'<template id="{name}">(.*?)</template>', html, flags=re.S).group(1)
+
+
+class Outline(HTMLParser):
+    """Markup's shape without its data: each element's tag and first class, in order."""
+
+    def __init__(self, markup: str):
+        super().__init__()
+        self.shape: list[str] = []
+        self.feed(markup)
+
+    def handle_starttag(self, tag, attrs):
+        classes = (dict(attrs).get("class") or "").split()
+        self.shape.append(f"{tag}.{classes[0]}" if classes else tag)
+
+
+def first_item(html: str, opening: str) -> str:
+    """The first element that starts with `opening`, up to its closing tag (no nesting of its kind)."""
+    tag = opening[1:].split()[0]
+    start = html.index(opening)
+    return html[start : html.index(f"</{tag}>", start) + len(tag) + 3]
 
 
 @pytest.fixture
@@ -76,7 +106,7 @@ def test_it_filters_the_first_render(api, member_client, session):
     html = member_client.get("/?q=DONE").content.decode()
     assert 'data-key="done-run"' in html and 'data-key="run-1"' not in html
     html = member_client.get("/?dialect=kimi").content.decode()
-    assert "data-key=" not in html and "No session matches these filters." in html
+    assert "data-key=" not in shown(html) and "No session matches these filters." in html
 
 
 def test_it_counts_every_session_by_state_and_puts_the_counts_in_the_title(api, member_client, session, monkeypatch):
@@ -85,7 +115,7 @@ def test_it_counts_every_session_by_state_and_puts_the_counts_in_the_title(api, 
     api.call("failed-run", "todo_write", {"steps": [{"id": "1", "description": "Deploy", "status": "failed"}]})
     api.call("other-run", "TodoWrite", plan("in_progress"))
     html = member_client.get("/").content.decode()
-    assert html.count('class="card"') == 2  # a page; the totals count them all
+    assert shown(html).count('class="card"') == 2  # a page; the totals count them all
     totals = html.split('id="totals"')[1].split("</nav>")[0]
     assert re.search(r'data-state=""[^>]*>\s*<span class="n">4</span>', totals)
     assert re.search(r'data-state="active"[^>]*>\s*<span class="n">2</span>', totals)
@@ -140,9 +170,53 @@ def test_it_nests_subagents_under_their_parent(api, member_client, session):
     assert 'data-key="run-1:helper"' in children
 
 
+def test_the_cards_the_script_adds_come_from_the_pages_own_partial(api, member_client, session):
+    api.call("run-2", "TodoWrite", plan("in_progress"))
+    html = member_client.get("/?group=project").content.decode()
+    card = template(html, "card-template")
+    # One card, empty: no session's data in it.
+    assert card.count('class="card"') == 1 and 'data-key=""' in card and "run-" not in card
+    page_card = first_item(shown(html), '<li class="card"')  # without subagents: its first </li> ends it
+    assert 'data-key="run-2"' in page_card
+    assert Outline(card).shape == Outline(page_card).shape
+    head = template(html, "group-head-template")
+    assert Outline(head).shape == Outline(first_item(shown(html), '<li class="group-head"')).shape
+
+
+def test_the_steps_the_script_adds_come_from_the_pages_own_partials(api, member_client):
+    api.call("again", "TodoWrite", plan("completed", "pending"))
+    api.call("again", "TodoWrite", {"todos": [{"content": "Step 0", "status": "in_progress", "activeForm": "Redoing"}]})
+    session = Session.objects.get(key="again")
+    html = member_client.get(session.get_absolute_url()).content.decode()
+    step = template(html, "step-template")
+    assert 'class="step"' in step and "Step 0" not in step and "Redoing" not in step
+    # The reopened step in progress has every part the template holds.
+    page_step = first_item(shown(html), '<li class="step status-in_progress"')
+    assert "↺ reopened" in page_step and "Redoing" in page_step
+    assert Outline(step).shape == Outline(page_step).shape
+    dropped = template(html, "dropped-step-template")
+    assert Outline(dropped).shape == Outline(first_item(shown(html).split('id="dropped"')[1], "<li")).shape
+    assert '<li class="step empty">No steps yet.</li>' in template(html, "no-steps-template")
+    # The pills say each status in words, as the script does.
+    assert '<span class="pill status-in_progress">1 in progress</span>' in html
+    assert template(html, "count-pill-template").strip() == '<span class="pill"> </span>'
+
+
+def test_the_plan_editors_row_is_a_template_for_members_only(api, member_client, session):
+    html = member_client.get(session.get_absolute_url()).content.decode()
+    row = template(html, "edit-step-template")
+    assert 'class="edit-step"' in row and row.count("<option ") == 6 and 'value="in_progress">In progress<' in row
+    share = api.post(f"/api/v1/sessions/{session.key}/share", {}).json()["url"]
+    from django.test import Client
+
+    shared = Client().get(share)
+    assert shared.status_code == 200 and 'id="step-template"' in shared.content.decode()
+    assert 'id="edit-step-template"' not in shared.content.decode()
+
+
 def test_it_renders_the_panel_before_any_script_runs(member_client, session):
     html = member_client.get(f"/s/{session.public_id}/").content.decode()
-    assert html.count('class="step status-') == 3
+    assert shown(html).count('class="step status-') == 3
     assert 'class="step status-in_progress"' in html and "Doing step 1" in html
     assert 'role="progressbar"' in html and 'aria-valuenow="33"' in html
     assert 'aria-live="polite"' in html
@@ -227,3 +301,34 @@ def test_it_serves_a_favicon_where_browsers_look_for_one(client):
     assert r.status_code == 301
     assert r["Location"].endswith("/todoweb/favicon.svg")
     assert finders.find("todoweb/favicon.svg")
+
+
+def test_every_page_sends_a_strict_content_security_policy(api, member_client, session):
+    from django.test import Client
+
+    pages = ["/", session.get_absolute_url(), f"{session.get_absolute_url()}export.json", "/admin/login/"]
+    for url in pages:
+        policy = member_client.get(url)["Content-Security-Policy"]
+        assert "default-src 'none'" in policy and "script-src 'self'" in policy and "style-src 'self'" in policy
+        assert "frame-ancestors 'none'" in policy and "unsafe-inline" not in policy
+    assert "default-src 'none'" in Client().get("/accounts/login/")["Content-Security-Policy"]
+
+
+def test_plans_are_never_kept_in_a_cache_members_or_share_links_alike(api, member_client, session):
+    share = api.post(f"/api/v1/sessions/{session.key}/share", {}).json()["url"]
+    from django.test import Client
+
+    base = session.get_absolute_url()
+    token = share.split("?share=")[1]
+    anonymous = Client()
+    for url in ["", "export.json", "export.md", "revisions/1.json", "history.json", "dropped.json"]:
+        for client, query in ((member_client, ""), (anonymous, f"?share={token}")):
+            answer = client.get(f"{base}{url}{query}")
+            assert answer.status_code == 200, (url, query, answer.status_code)
+            assert "no-store" in answer["Cache-Control"] and "private" in answer["Cache-Control"], url
+    assert "no-store" in member_client.get("/")["Cache-Control"]
+
+
+def test_the_panel_draws_its_bar_without_a_style_attribute(member_client, session):
+    html = member_client.get(session.get_absolute_url()).content.decode()
+    assert "style=" not in html and 'class="p33"' in html

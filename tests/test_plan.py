@@ -1,11 +1,11 @@
-"""Step identity across revisions, timings, changes and dropped steps (SPEC §5)."""
+"""Step identity across revisions, timings, changes and dropped steps."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from todoweb.plan import reconcile
-from todoweb.steps import Item
+from todoweb.plan import DROPPED_KEPT, reconcile
+from todoweb.plan.steps import Item
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -118,3 +118,29 @@ def test_it_makes_repeated_caller_ids_unique():
     r2 = run(r1.todos, [], [step("a", id="1"), step("b", id="1"), step("c", id="1")])
     assert [t["id"] for t in r2.todos] == ["1", "1#2", "1#3"]
     assert r2.changes == []
+
+
+def test_the_dropped_ledger_keeps_the_newest_and_counts_them_all():
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    todos, dropped, count, number = [], [], 0, 1
+    for rewrite in range(5):
+        items = [Item(content=f"{'vwxyz'[rewrite] * 12} {n}", status="pending") for n in range(10)]
+        result = reconcile(
+            todos, dropped, items, now=now, next_number=number, revision=rewrite + 1, dropped_count=count
+        )
+        todos, dropped, count, number = result.todos, result.dropped, result.dropped_count, result.next_number
+        assert len(result.newly_dropped) == (10 if rewrite else 0)
+    assert count == 40 and len(dropped) == DROPPED_KEPT
+    assert [step["content"] for step in dropped][-1] == "yyyyyyyyyyyy 9"  # the newest last
+    # A step still in the kept ledger comes back under its id, and leaves the count.
+    back = Item(content="yyyyyyyyyyyy 9", status="in_progress")
+    result = reconcile(
+        todos,
+        dropped,
+        [*(Item(content=t["content"], status="pending") for t in todos), back],
+        now=now,
+        next_number=number,
+        revision=6,
+        dropped_count=count,
+    )
+    assert result.todos[-1]["id"] == dropped[-1]["id"] and result.dropped_count == 39

@@ -1,4 +1,4 @@
-"""Per-project policy: single_in_progress, max_items, max_content_chars (SPEC §3)."""
+"""Per-project policy: single_in_progress, max_items, max_content_chars."""
 
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ def test_it_caps_the_number_of_items(api, project):
     assert api.call("s1", "TodoWrite", plan(*["pending"] * 3)).status_code == 200
     r = api.call("s1", "TodoWrite", plan(*["pending"] * 4))
     assert r.status_code == 422
-    assert r.json()["error"]["message"] == "Too many items: 4. This project allows at most 3"
+    assert r.json()["error"]["message"] == (
+        "Too many items: 4. This project allows at most 3 (its max_items policy, set in the admin; at most 500)"
+    )
     assert Revision.objects.count() == 1
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from tests.conftest import assert_refused
-from todoweb import auth
+from todoweb.web import auth
 
 
 def test_it_rate_limits_per_token(api, settings):
@@ -44,9 +44,9 @@ def test_it_lets_requests_through_and_logs_once_when_the_cache_is_down(api, sett
     }
     settings.TODOWEB_RATE_LIMIT = 2
     write = {"todos": [{"content": "a", "status": "pending", "activeForm": "doing a"}]}
-    with caplog.at_level(logging.WARNING, logger="todoweb.auth"):
+    with caplog.at_level(logging.WARNING, logger="todoweb.web.auth"):
         for _ in range(5):
             assert api.call("s1", "TodoWrite", write).status_code == 200
     assert api.get("/api/v1/sessions/s1").json()["revision"] == 5
-    warnings = [r for r in caplog.records if r.name == "todoweb.auth"]
+    warnings = [r for r in caplog.records if r.name == "todoweb.web.auth"]
     assert len(warnings) == 1 and "cache is unreachable" in warnings[0].getMessage()

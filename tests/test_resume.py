@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from todoweb.resume import resume_text
+from todoweb.plan.text import resume_text
 
 URL = "/api/v1/sessions/run-1/resume"
 TODOS = [

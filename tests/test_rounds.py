@@ -1,4 +1,4 @@
-"""POST /api/v1/sessions/{key}/rounds: seed 004's nag reminder counter."""
+"""POST /api/v1/sessions/{key}/rounds: learn-claude-code's nag reminder counter."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.db import connection
 
 from tests.conftest import Api
 from todoweb.models import Session
-from todoweb.rounds import REMINDER
+from todoweb.writes.rounds import REMINDER
 
 URL = "/api/v1/sessions/run-1/rounds"
 TURNS = 20

@@ -1,5 +1,5 @@
 """Round-trip properties: valid native input → canonical → native reply keeps every
-item and every status the dialect can express (SPEC §3)."""
+item and every status the dialect can express."""
 
 from __future__ import annotations
 

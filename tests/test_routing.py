@@ -1,5 +1,5 @@
 """Routing: the tool name picks the dialect; where dialects share a name the input's
-fields decide; `?dialect=` (or the plain form's `dialect`) forces one (SPEC §3)."""
+fields decide; `?dialect=` (or the plain form's `dialect`) forces one."""
 
 from __future__ import annotations
 
@@ -50,6 +50,24 @@ def test_tool_definitions_list_each_name_once_by_default(api):
     names = [tool["name"] for tool in api.get("/api/v1/tools").json()["tools"]]
     assert len(names) == len(set(names))
     assert {"TodoWrite", "SetTodoList", "todo_write", "update_plan", "write_todos"} <= set(names)
+
+
+def test_openai_definitions_say_they_are_not_strict(api):
+    """The Responses API takes a function without "strict" as strict, which would make
+    every optional field required."""
+    for fmt in ("openai", "responses"):
+        for tool in api.get(f"/api/v1/tools?format={fmt}").json()["tools"]:
+            assert tool.get("strict", tool.get("function", {}).get("strict")) is False, tool
+
+
+def test_short_descriptions_fit_in_1024_characters(api):
+    full = {t["name"]: t["description"] for t in api.get("/api/v1/tools").json()["tools"]}
+    short = {t["name"]: t["description"] for t in api.get("/api/v1/tools?descriptions=short").json()["tools"]}
+    assert short.keys() == full.keys()
+    assert any(len(text) > 1024 for text in full.values())
+    for name, text in short.items():
+        assert 0 < len(text) <= 1024 and "\n" not in text
+        assert full[name].replace("\n", " ").startswith(text.removesuffix("…")), name
 
 
 def test_a_dialect_named_twice_is_listed_once(api):

@@ -1,12 +1,18 @@
-"""The websocket protocol of `manage.py serve`: permessage-deflate that compresses a
-message once for every socket, and that clients decode as any other."""
+"""How `manage.py serve` runs todoweb: its websocket protocol (permessage-deflate that
+compresses a message once for every socket, and that clients decode as any other),
+only on the uvicorn and websockets versions it was tested with, and each process
+tuned as it loads the application."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from websockets.frames import TEXT, Frame
 
-from todoweb.server import SharedDeflate, SharedDeflateFactory, compressed
+from todoweb.runtime.server import SharedDeflate, SharedDeflateFactory, compressed
 
 SNAPSHOT = (
     '{"type":"session.snapshot","revision":7,"todos":[' + ",".join(['{"content":"步骤 ✓ <b>x</b>"}'] * 40) + "]}"
@@ -42,3 +48,28 @@ def test_the_compressed_bytes_are_computed_once_per_message():
     for _ in range(3):
         negotiated_pair()[0].encode(Frame(TEXT, SNAPSHOT))
     assert compressed.cache_info().misses == 1 and compressed.cache_info().hits == 2
+
+
+def test_it_serves_with_its_own_websocket_protocol_only_on_the_tested_versions(monkeypatch, caplog):
+    from todoweb.runtime import server
+
+    assert server.untested_versions() == {}  # the pinned requirements are the tested ones
+    assert server.websocket_protocol() == "todoweb.runtime.server:WebSocketProtocol"
+    monkeypatch.setattr(server.uvicorn, "__version__", "0.99.0")
+    assert server.untested_versions() == {"uvicorn": "0.99.0"}
+    assert server.websocket_protocol() == "websockets-sansio"
+    assert "uvicorn 0.99.0: not the versions" in caplog.text
+
+
+def test_each_server_process_is_tuned_when_it_loads_the_application():
+    code = (
+        "import gc, sys; from todoweb.runtime.server import tuned_application; tuned_application(); "
+        "print(sys.getswitchinterval(), gc.get_freeze_count() > 0)"
+    )
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "todoweb.settings", "DEBUG": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0.001", "True"]
+    # Importing the application alone changes nothing of the process.
+    code = "import sys; import todoweb.asgi; print(sys.getswitchinterval())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0.005"]

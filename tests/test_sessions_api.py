@@ -74,6 +74,7 @@ def test_it_reads_a_session_in_the_shared_shape(api):
         "current",
         "changes",
         "dropped",
+        "dropped_count",
         "warnings",
         "author",
         "display",
@@ -210,7 +211,7 @@ def weknora(*statuses: str) -> dict:
     ],
 )
 def test_a_run_that_ended_with_work_undone_has_failed(api, statuses, state):
-    """SPEC §2: nothing pending or in progress, and a step failed or blocked."""
+    """Failed: nothing pending or in progress, and a step failed or blocked."""
     body = api.call("run", "todo_write", weknora(*statuses)).json()
     assert body["data"]["session"]["state"] == state
     assert api.get("/api/v1/sessions/run").json()["session"]["state"] == state
@@ -230,3 +231,27 @@ def test_the_migration_counts_the_work_left_in_existing_sessions(api):
     Session.objects.update(working_steps=0)  # as the column is added
     migration.count_working_steps(apps, None)
     assert Session.objects.get(key="old").working_steps == 2
+
+
+def test_history_does_not_grow_into_every_answer(api):
+    """Thirty rewrites of a hundred steps: each answer carries the newest dropped steps
+    and their count, not thousands; the whole ledger is read back on its own."""
+    for rewrite in range(30):
+        todos = [
+            {"content": f"Rewrite {rewrite}, step {n}", "status": "pending", "activeForm": "x"} for n in range(100)
+        ]
+        answer = api.call("s1", "TodoWrite", {"todos": todos})
+        assert answer.status_code == 200
+    data = answer.json()["data"]
+    assert data["dropped_count"] == 2900 and len(data["dropped"]) == 20
+    assert data["dropped"][-1]["content"] == "Rewrite 28, step 99"
+    assert len(answer.content) < 200_000
+    ledger = api.get("/api/v1/sessions/s1/dropped").json()
+    assert len(ledger["dropped"]) == 2900 and ledger["next_cursor"] is None
+    assert ledger["dropped"][0]["content"] == "Rewrite 0, step 0" and ledger["dropped"][0]["dropped_in"] == 2
+    # A step that comes back leaves the ledger (here one comes back, one goes).
+    back = [{"content": "Rewrite 28, step 99", "status": "in_progress", "activeForm": "x"}]
+    assert api.call("s1", "TodoWrite", {"todos": back + todos[:99]}).status_code == 200
+    assert api.get("/api/v1/sessions/s1").json()["dropped_count"] == 2900
+    contents = [step["content"] for step in api.get("/api/v1/sessions/s1/dropped").json()["dropped"]]
+    assert len(contents) == 2900 and contents[-1] == "Rewrite 29, step 99" and "Rewrite 28, step 99" not in contents

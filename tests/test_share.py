@@ -1,4 +1,4 @@
-"""Share links (§7): POST/DELETE sessions/{key}/share and what a link opens."""
+"""Share links: POST/DELETE sessions/{key}/share and what a link opens."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.test import Client
 from django.utils import timezone
 
 from todoweb.models import ShareLink, digest
-from todoweb.tokens import token_create
+from todoweb.writes.tokens import token_create
 
 
 @pytest.fixture
@@ -123,3 +123,38 @@ def test_it_documents_the_endpoints(api):
     schema = api.get("/api/v1/openapi.json").json()
     operations = schema["paths"]["/api/v1/sessions/{session_key}/share"]
     assert set(operations) >= {"post", "delete"}
+
+
+def test_a_link_stays_dead_when_the_agent_brings_its_archived_session_back(api, client, session_key):
+    url = share(api).json()["url"]
+    assert api.delete("/api/v1/sessions/run-1").status_code == 204
+    assert client.get(url).status_code == 403
+    # The agent writes again: the session is back on the board, its links are not.
+    api.call("run-1", "TodoWrite", {"todos": [{"content": "Ship it", "status": "completed", "activeForm": "Shipping"}]})
+    assert api.revision("run-1") == 2
+    page = client.get(url)
+    assert page.status_code == 403 and b"no longer works" in page.content
+    assert client.get(url.replace("/?", "/revisions/1.json?")).status_code == 403
+    assert ShareLink.objects.get().revoked_at is not None
+
+
+def test_it_does_not_tell_a_share_viewer_who_edited_the_plan(api, client, session_key, member):
+    url = share(api).json()["url"]
+    browser = Client()
+    browser.force_login(member)
+    public_id = ShareLink.objects.get().session.public_id
+    edit = browser.post(
+        f"/s/{public_id}/actions/edits",
+        {"todos": [{"id": "1", "content": "Ship it", "status": "completed"}], "note": "Done by hand"},
+        content_type="application/json",
+        headers={"If-Match": "1"},
+    )
+    assert edit.status_code == 200, edit.content
+    base, query = url.split("?")
+    shared = client.get(f"{base}revisions/2.json?{query}")
+    assert shared.status_code == 200
+    assert shared.json()["written"]["input"]["note"] == "Done by hand"
+    assert "user" not in shared.json()["written"]["input"]
+    assert member.username not in shared.content.decode()
+    # Members still see who it was.
+    assert browser.get(f"{base}revisions/2.json").json()["written"]["input"]["user"] == member.username

@@ -1,4 +1,4 @@
-"""POST /api/v1/sessions/{key}/tool: envelopes in, replies out, TodoWrite/TodoRead (seed 002)."""
+"""POST /api/v1/sessions/{key}/tool: envelopes in, replies out, TodoWrite/TodoRead."""
 
 from __future__ import annotations
 
@@ -25,6 +25,10 @@ ENVELOPES = {
     "responses": (
         {"type": "function_call", "call_id": "call_1", "name": "TodoWrite", "arguments": ARGS},
         lambda c: {"type": "function_call_output", "call_id": "call_1", "output": c},
+    ),
+    "langchain": (
+        {"type": "tool_call", "id": "call_1", "name": "TodoWrite", "args": {"todos": TODOS}},
+        lambda c: {"type": "tool", "tool_call_id": "call_1", "name": "TodoWrite", "content": c, "status": "success"},
     ),
     "plain": (
         {"tool": "TodoWrite", "id": "c1", "input": {"todos": TODOS}},
@@ -140,6 +144,34 @@ def test_it_reports_seed_002_validation_messages_and_writes_nothing(api, args, m
     after = api.get("/api/v1/sessions/s1").json()
     assert after["revision"] == 1
     assert [t["content"] for t in after["todos"]] == [t["content"] for t in TODOS]
+
+
+def test_langchain_reads_the_reply_as_its_own_tool_message(api):
+    """deepagents and LangChain agents append the reply to their messages as it is."""
+    from langchain_core.messages import ToolMessage, convert_to_messages
+
+    call = {
+        "type": "tool_call",
+        "id": "call_9",
+        "name": "write_todos",
+        "args": {"todos": [{"content": "a", "status": "pending"}]},
+    }
+    (message,) = convert_to_messages([api.tool("s1", call).json()["reply"]])
+    assert isinstance(message, ToolMessage)
+    assert (message.tool_call_id, message.name, message.status) == ("call_9", "write_todos", "success")
+    refused = {**call, "id": "call_10", "args": {"todos": [{"content": "a", "status": "done"}]}}
+    (error,) = convert_to_messages([api.tool("s1", refused).json()["reply"]])
+    assert error.status == "error" and "done" in error.content
+
+
+def test_it_suggests_the_tool_a_misspelt_name_was_meant_to_be(api):
+    r = api.call("s1", "TodoWrit", {"todos": TODOS})
+    assert r.status_code == 422
+    assert r.json()["error"] == {
+        "code": "unknown_tool",
+        "message": "Tool 'TodoWrit' not found. Did you mean 'TodoWrite'?",
+        "details": {"tool": "TodoWrit", "closest": "TodoWrite"},
+    }
 
 
 def test_it_names_an_unknown_tool(api):

@@ -9,11 +9,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from .models import ApiToken, Project, Revision, Session, ShareLink
-from .selectors import state_filter
-from .services import session_archive, session_change
-from .sharing import share_revoke
-from .tokens import token_revoke
+from todoweb.models import ApiToken, Project, Revision, Session, ShareLink
+from todoweb.reads import state_filter
+from todoweb.writes.people import session_archive, session_change
+from todoweb.writes.sharing import share_revoke
+from todoweb.writes.tokens import token_revoke
 
 
 @admin.register(Project)

@@ -10,6 +10,7 @@ class TodowebConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from .logs import install_redaction
+        from todoweb.live import access  # noqa: F401  (its receivers announce access that ends)
+        from todoweb.runtime.logs import install_redaction
 
         install_redaction(settings.TODOWEB_REDACTED_LOGGERS)

@@ -138,6 +138,11 @@ class Session(models.Model):
     # The last revision the agent wrote or was told of: later ones are people's edits
     # that its next call is answered with first.
     agent_revision = models.PositiveIntegerField(default=0)
+    # People's messages to the agent (edits and notes, `Message`): the newest, and the
+    # newest it was told of. One call tells each once: it moves `told_message` from the
+    # value it read (a compare-and-set, as a write moves `revision`).
+    last_message = models.PositiveBigIntegerField(default=0)
+    told_message = models.PositiveBigIntegerField(default=0)
     # Progress over time for the dashboard's sparkline: [unix seconds, progress] per
     # revision, the last TREND_POINTS of them.
     trend = models.JSONField(default=list, blank=True)
@@ -203,7 +208,12 @@ class Revision(models.Model):
     title = models.CharField(max_length=500, blank=True)
     todos = models.JSONField(default=list)
     changes = models.JSONField(default=list)
+    # Unfinished steps dropped and not back: the newest few (plan.DROPPED_KEPT) and how
+    # many in all; and every step this revision dropped, from which the whole ledger is
+    # read back (selectors.dropped_ledger).
     dropped = models.JSONField(default=list)
+    dropped_count = models.PositiveIntegerField(default=0)
+    dropped_here = models.JSONField(default=list)
     warnings = models.JSONField(default=list)
     author = models.CharField(max_length=5, choices=Author.choices, default=Author.AGENT)
     created_at = models.DateTimeField(default=timezone.now)
@@ -223,6 +233,64 @@ class Revision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session} r{self.number}"
+
+
+class Message(models.Model):
+    """What a person told the agent: an edit of the plan (its revision, and the note
+    that came with it) or a note alone. Told to the agent once, on its next call by
+    whatever route; the board shows where each stands."""
+
+    class Kind(models.TextChoices):
+        EDIT = "edit"
+        NOTE = "note"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    kind = models.CharField(max_length=4, choices=Kind.choices)
+    revision = models.PositiveIntegerField(null=True, blank=True)  # an edit's revision
+    text = models.TextField(blank=True)  # the note
+    author = models.CharField(max_length=150, blank=True)  # the member's username
+    created_at = models.DateTimeField(default=timezone.now)
+    told_at = models.DateTimeField(null=True, blank=True)
+    told_via = models.CharField(max_length=60, blank=True)  # the route: "Claude Code hook", "MCP tool call", …
+
+    class Meta:
+        ordering = ["session", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.session} {self.kind} {self.pk}"
+
+
+class Question(models.Model):
+    """Something the agent asks people to decide, on the board: approve its plan (Claude
+    Code's ExitPlanMode, through a PreToolUse hook) or allow a tool (Claude Code's
+    permission prompt, through the channel). The first member's answer wins."""
+
+    class Kind(models.TextChoices):
+        PLAN = "plan"
+        PERMISSION = "permission"
+
+    class Decision(models.TextChoices):
+        ALLOW = "allow"
+        DENY = "deny"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="questions")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    request_id = models.CharField(max_length=64, blank=True)  # the agent's own id for it
+    tool_name = models.CharField(max_length=200, blank=True)
+    text = models.TextField(blank=True)  # the plan, or what the tool would do
+    detail = models.TextField(blank=True)  # the tool's input, as the agent previews it
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()  # after this the agent asks its own prompt instead
+    decision = models.CharField(max_length=5, choices=Decision.choices, blank=True)
+    feedback = models.TextField(blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["session", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.session} {self.kind} {self.pk}"
 
 
 class ShareLink(models.Model):

@@ -10,9 +10,11 @@ import hashlib
 import os
 import tempfile
 import warnings
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -49,6 +51,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "ninja",
+    "csp",
+    "axes",
     "todoweb",
 ]
 
@@ -61,6 +65,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as axes asks: turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "todoweb.urls"
@@ -183,6 +190,22 @@ RATELIMIT_FAIL_OPEN = True
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# Login throttling (django-axes, todoweb.login_throttle): AXES_FAILURE_LIMIT wrong
+# passwords within AXES_COOLOFF_TIME lock the account out, and (separately) the
+# address they came from, for AXES_COOLOFF_TIME after the last of them. Counted in
+# the database, so every process counts the same failures. Failures while locked out
+# are not counted: the lock ends when the page says, however often someone retries.
+AUTHENTICATION_BACKENDS = [
+    "todoweb.web.board.login_throttle.LoginThrottle",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env_int("TODOWEB_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("TODOWEB_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "todoweb.web.board.login_throttle.locked_out"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -209,6 +232,24 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # --- Security (production behind TLS: TODOWEB_HTTPS=1) --------------------
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# The board loads nothing from elsewhere and runs no inline script or style: pages may
+# fetch and open websockets to their own origin only, and be framed by no one
+# (django-csp). Agent text is escaped anyway; this stops what escaping might miss.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [NONE],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "manifest-src": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+        "base-uri": [NONE],
+        "object-src": [NONE],
+    }
+}
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 if env_bool("TODOWEB_HTTPS"):
@@ -235,10 +276,19 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = TODOWEB_MAX_BODY_BYTES
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"without_traceback": {"()": "todoweb.runtime.logs.WithoutTraceback"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "console_one_line": {"class": "logging.StreamHandler", "filters": ["without_traceback"]},
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
-    # Every 4xx is an answer the caller gets in full; the log keeps server errors.
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {
+        # Every 4xx is an answer the caller gets in full; the log keeps server errors.
+        "django.request": {"level": "ERROR"},
+        # A request for a host outside ALLOWED_HOSTS (a scanner, a misconfigured
+        # health check) is answered 400 and noted in one line.
+        "django.security.DisallowedHost": {"handlers": ["console_one_line"], "propagate": False},
+    },
 }
 # Share tokens, API tokens and session cookies never reach a log: these loggers
 # print request lines (query strings included) and get a redacting filter

@@ -7,7 +7,18 @@
 // fewer than its limit), then every change. Older sessions come from the server a
 // page at a time. The totals count every session: those the page holds, plus (when
 // the snapshot is not all of them) the server's counts of the older ones.
-import { LiveSocket, el, readConfig, setBadge, setProgress, setText, showConnection, timeAgo } from "./live.js";
+import * as model from "./dashboard_model.js";
+import {
+  LiveSocket,
+  el,
+  fromTemplate,
+  readConfig,
+  setBadge,
+  setProgress,
+  setText,
+  showConnection,
+  timeAgo,
+} from "./live.js";
 
 const config = readConfig("dashboard-config");
 const STATES = config.states;
@@ -45,18 +56,12 @@ let watchingAll = localStorage.getItem("todoweb.watchAll") === "1";
 
 // --- what the page knows --------------------------------------------------------
 
-// A point in time, as the server wrote it (for queries) and in ms (to compare).
-const mark = (iso) => ({ iso, ms: Date.parse(iso) });
-const NOTHING_OLDER = { iso: null, ms: -Infinity };
-const NOT_KNOWN = { iso: null, ms: Infinity };
-const time = (s) => Date.parse(s.updated_at);
-
 const summaries = new Map(); // id -> summary
 for (const s of config.sessions) summaries.set(s.id, s);
 // The socket's snapshot: `complete` when it held every session, else the oldest it held.
 let snapshot = null;
 // How far down the server's pages for the current filters reach.
-let pages = config.next ? mark(config.next) : NOTHING_OLDER;
+let pages = config.next ? model.mark(config.next) : model.NOTHING_OLDER;
 // The server's counts by state of the sessions older than the snapshot's oldest.
 let olderCounts = null;
 let limit = config.page;
@@ -66,19 +71,7 @@ let fetchingPage = false;
 let pageTimer = null;
 
 // Every session that matches the filters and was last active at or after this moment is known.
-function coverage() {
-  const fromSnapshot = snapshot === null ? NOT_KNOWN : snapshot.complete ? NOTHING_OLDER : snapshot.floor;
-  return fromSnapshot.ms <= pages.ms ? fromSnapshot : pages;
-}
-
-function matchesBase(s) {
-  if (filters.project && s.project !== filters.project) return false;
-  if (filters.dialect && (s.dialect || "") !== filters.dialect) return false;
-  const q = filters.q.toLowerCase();
-  return !q || (s.title || "").toLowerCase().includes(q) || s.key.toLowerCase().includes(q);
-}
-
-const matches = (s) => matchesBase(s) && (!filters.state || s.state === filters.state);
+const coverage = () => model.coverage(snapshot, pages);
 
 // --- cards ----------------------------------------------------------------------
 
@@ -92,97 +85,10 @@ for (const card of list.querySelectorAll(".card")) {
 }
 for (const head of list.querySelectorAll(".group-head")) heads.set(head.dataset.group, head);
 
-const SVG = "http://www.w3.org/2000/svg";
-function svg(tag, attributes, ...children) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
-  node.append(...children);
-  return node;
-}
-
-function newCard(s) {
-  return el(
-    "li",
-    { class: "card", "data-id": s.id },
-    el(
-      "div",
-      { class: "card-head" },
-      el("a", { class: "card-title", href: s.url }),
-      el("span", { class: "badge" }),
-      el(
-        "button",
-        {
-          type: "button",
-          class: "watch",
-          "aria-pressed": "false",
-          title: "Notify me when it completes, fails or goes idle",
-          hidden: !notificationsSupported,
-        },
-        svg("svg", { viewBox: "0 0 16 16", "aria-hidden": "true" }, svg("use", { href: "#bell" })),
-      ),
-    ),
-    el(
-      "p",
-      { class: "meta" },
-      el("span", { class: "project" }),
-      " · ",
-      el("span", { class: "dialect" }),
-      el("span", { class: "key-part" }, " · ", el("span", { class: "key" })),
-      " · ",
-      el("time"),
-    ),
-    el(
-      "div",
-      { class: "progress-row" },
-      el(
-        "div",
-        { class: "bar", role: "progressbar", "aria-label": "Progress", "aria-valuemin": "0", "aria-valuemax": "100" },
-        el("span"),
-      ),
-      el("span", { class: "count" }),
-      svg(
-        "svg",
-        { class: "spark", viewBox: "0 0 100 20", preserveAspectRatio: "none", role: "img" },
-        svg("polyline", { "vector-effect": "non-scaling-stroke" }),
-      ),
-    ),
-    el(
-      "p",
-      { class: "current" },
-      el("span", { class: "spinner", "aria-hidden": "true" }),
-      el("span", { class: "current-text" }),
-    ),
-    el("ul", { class: "children", "aria-label": "Subagents" }),
-  );
-}
-
-const round1 = (value) => Math.round(value * 10) / 10;
-
-// Progress over time as polyline points in a 100 × 20 box: x by time (by revision when
-// they share a second), y by progress; no history: a flat line at the current progress.
-// views.sparkline_points draws the same on the server.
-function sparkPoints(trend, progress) {
-  let points = trend && trend.length ? trend : [[0, progress]];
-  if (points.length === 1) points = [[0, points[0][1]], [1, points[0][1]]];
-  const start = points[0][0];
-  const span = points[points.length - 1][0] - start;
-  const last = points.length - 1;
-  return points
-    .map(([moment, value], index) => {
-      const x = span > 0 ? ((moment - start) / span) * 100 : (index / last) * 100;
-      return `${round1(x)},${round1(19 - value * 18)}`;
-    })
-    .join(" ");
-}
-
-function sparkLabel(trend, progress) {
-  const first = Math.round((trend && trend.length ? trend[0][1] : progress) * 100);
-  return `Progress over time: from ${first}% to ${Math.round(progress * 100)}%`;
-}
-
 function fillCard(card, s) {
   const name = s.title || s.key;
   Object.assign(card.dataset, {
+    id: s.id,
     project: s.project,
     dialect: s.dialect || "",
     state: s.state,
@@ -196,6 +102,7 @@ function fillCard(card, s) {
   const watch = card.querySelector(".watch");
   watch.setAttribute("aria-label", `Notify me about ${name}`);
   watch.setAttribute("aria-pressed", String(watched.has(s.id)));
+  watch.hidden = !notificationsSupported;
   setText(card.querySelector(".project"), s.project);
   setText(card.querySelector(".dialect"), s.dialect || "—");
   card.querySelector(".key-part").hidden = !s.title;
@@ -208,8 +115,8 @@ function fillCard(card, s) {
   // The page's own summaries carry no trend: the server drew their lines.
   if (s.trend !== undefined) {
     const spark = card.querySelector(".spark");
-    spark.setAttribute("aria-label", sparkLabel(s.trend, s.progress));
-    spark.firstElementChild.setAttribute("points", sparkPoints(s.trend, s.progress));
+    spark.setAttribute("aria-label", model.sparkLabel(s.trend, s.progress));
+    spark.firstElementChild.setAttribute("points", model.sparkPoints(s.trend, s.progress));
   }
   const current = card.querySelector(".current");
   current.hidden = !s.current || s.state === "completed" || s.state === "closed";
@@ -220,7 +127,7 @@ function fillCard(card, s) {
 function cardFor(family) {
   let card = cards.get(family.s.id);
   if (!card) {
-    card = newCard(family.s);
+    card = fromTemplate("card-template");
     cards.set(family.s.id, card);
     if (arrived.delete(family.s.id)) card.classList.add("fresh");
   }
@@ -232,26 +139,13 @@ function cardFor(family) {
 function groupHead(section) {
   let head = heads.get(section.name);
   if (!head) {
-    head = el(
-      "li",
-      { class: "group-head", "data-group": section.name },
-      el("h2", {}, section.name, " ", el("span", { class: "group-count" }), " ", el("span", { class: "group-alerts" })),
-    );
+    head = fromTemplate("group-head-template");
+    head.dataset.group = section.name;
+    setText(head.querySelector(".group-name"), section.name);
     heads.set(section.name, head);
   }
   setText(head.querySelector(".group-count"), section.families.length);
-  // What needs a look in this section: '1 failed · 2 idle' (views.alerts says the same).
-  const states = [];
-  const collect = (family) => {
-    states.push(family.s.state);
-    family.children.forEach(collect);
-  };
-  section.families.forEach(collect);
-  const alerts = ["failed", "idle"]
-    .map((state) => [state, states.filter((s) => s === state).length])
-    .filter(([, n]) => n)
-    .map(([state, n]) => `${n} ${state}`);
-  setText(head.querySelector(".group-alerts"), alerts.join(" · "));
+  setText(head.querySelector(".group-alerts"), model.sectionAlerts(section.families));
   return head;
 }
 
@@ -265,42 +159,8 @@ function place(container, nodes) {
 
 // --- what is shown ----------------------------------------------------------------
 
-const newestFirst = (a, b) => b.newest - a.newest || (a.s.id < b.s.id ? -1 : 1);
-
-// The families to show, newest activity first: a session shows when it matches and is
-// within what the page knows; its parent shows with it.
-function families() {
-  const floor = coverage().ms;
-  const childrenOf = new Map();
-  const tops = [];
-  for (const s of summaries.values()) {
-    if (s.parent && summaries.has(s.parent)) {
-      if (!childrenOf.has(s.parent)) childrenOf.set(s.parent, []);
-      childrenOf.get(s.parent).push(s);
-    } else {
-      tops.push(s);
-    }
-  }
-  function family(s) {
-    const children = (childrenOf.get(s.id) || []).map(family).filter(Boolean).sort(newestFirst);
-    if (!children.length && !(matches(s) && time(s) >= floor)) return null;
-    return { s, children, newest: Math.max(time(s), ...children.map((c) => c.newest)) };
-  }
-  return tops.map(family).filter(Boolean).sort(newestFirst);
-}
-
-function sections(shown) {
-  if (!filters.group) return [{ name: "", families: shown }];
-  const byName = new Map();
-  for (const family of shown) {
-    const name = family.s[filters.group] || "no dialect";
-    if (!byName.has(name)) byName.set(name, []);
-    byName.get(name).push(family);
-  }
-  return [...byName].map(([name, members]) => ({ name, families: members }));
-}
-
-const sessionsIn = (family) => 1 + family.children.reduce((n, child) => n + sessionsIn(child), 0);
+// The families to show: those within what the page knows.
+const families = () => model.families(summaries, filters, coverage().ms);
 
 let renderScheduled = false;
 function scheduleRender() {
@@ -315,13 +175,13 @@ function render() {
   const nodes = [];
   let count = 0;
   let sessionsShown = 0;
-  for (const section of sections(shown)) {
+  for (const section of model.sections(shown, filters.group)) {
     if (count >= limit) break;
     const members = section.families.slice(0, limit - count);
     if (section.name) nodes.push(groupHead(section));
     for (const family of members) {
       nodes.push(cardFor(family));
-      sessionsShown += sessionsIn(family);
+      sessionsShown += model.sessionsIn(family);
     }
     count += members.length;
   }
@@ -341,25 +201,10 @@ function render() {
 
 // --- totals and the tab title -----------------------------------------------------
 
-// Counts by state of the sessions matching the project, dialect and search filters;
-// null while the server's part is on its way.
-function countTotals() {
-  if (snapshot === null) return config.totals;
-  if (!snapshot.complete && olderCounts === null) return null;
-  const counts = Object.fromEntries(STATES.map((state) => [state, 0]));
-  for (const s of summaries.values()) {
-    // Sessions older than the snapshot are in the server's counts.
-    if (matchesBase(s) && (snapshot.complete || time(s) >= snapshot.floor.ms)) counts[s.state] += 1;
-  }
-  if (!snapshot.complete) for (const state of STATES) counts[state] += olderCounts[state] || 0;
-  return counts;
-}
+const countTotals = () =>
+  model.countTotals({ summaries, filters, snapshot, olderCounts, states: STATES, initial: config.totals });
 
-function filterQuery(overrides = {}) {
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries({ ...filters, ...overrides })) if (value) params.set(name, value);
-  return params;
-}
+const filterQuery = (overrides = {}) => model.filterQuery(filters, overrides);
 
 function showTotals() {
   const counts = countTotals();
@@ -415,7 +260,7 @@ async function fetchPage() {
     const answer = await ask(params);
     if (asked === generations.list) {
       for (const s of answer.sessions) remember(s);
-      pages = answer.next ? mark(answer.next) : NOTHING_OLDER;
+      pages = answer.next ? model.mark(answer.next) : model.NOTHING_OLDER;
     }
   } catch (error) {
     console.warn(error);
@@ -454,18 +299,12 @@ setInterval(() => refreshCounts(0), 60000);
 
 // Keeps the newer of what the page holds and `s`; true if `s` was kept.
 function remember(s) {
-  const known = summaries.get(s.id);
-  if (known && known.revision > s.revision) return false;
+  if (!model.isNewer(summaries.get(s.id), s)) return false;
   summaries.set(s.id, s);
   return true;
 }
 
-// A session the server counted among the older ones now counts with the page's own.
-function leftTheOlder(before, s) {
-  if (snapshot === null || snapshot.complete) return false;
-  const last = before ? time(before) : Date.parse(s.created_at);
-  return last < snapshot.floor.ms;
-}
+const leftTheOlder = (before, s) => model.leftTheOlder(snapshot, before, s);
 
 function applySummary(s) {
   const before = summaries.get(s.id);
@@ -489,16 +328,14 @@ function forget(id) {
 
 function applySnapshot(message) {
   const ids = new Set(message.sessions.map((s) => s.id));
-  const complete = message.sessions.length < config.snapshotLimit;
-  const oldest = message.sessions.reduce((a, s) => (a === null || time(s) < time(a) ? s : a), null);
-  snapshot = { complete, floor: complete || !oldest ? NOTHING_OLDER : mark(oldest.updated_at) };
+  snapshot = model.snapshotOf(message.sessions, config.snapshotLimit);
   for (const s of message.sessions) {
     const before = summaries.get(s.id);
     if (remember(s)) notifyChange(before, s);
   }
   // Sessions archived while the socket was away.
   for (const [id, s] of [...summaries]) {
-    if (!ids.has(id) && time(s) >= snapshot.floor.ms) forget(id);
+    if (!ids.has(id) && model.time(s) >= snapshot.floor.ms) forget(id);
   }
   olderCounts = null;
   refreshCounts(0);
@@ -516,7 +353,7 @@ function setFilters(next) {
   if (listChanged) {
     generations.list += 1;
     limit = config.page;
-    pages = NOT_KNOWN;
+    pages = model.NOT_KNOWN;
   }
   if (baseChanged) {
     generations.counts += 1;

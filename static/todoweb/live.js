@@ -1,5 +1,6 @@
-// Shared by the dashboard and the panel: safe DOM building, time formats, and a
-// websocket that reconnects with exponential backoff.
+// Shared by the dashboard and the panel: safe DOM building (from the page's templates,
+// or element by element), time formats, and a websocket that reconnects with
+// exponential backoff.
 // Agent text is untrusted: it only ever reaches the page as text nodes.
 
 export function readConfig(id) {
@@ -20,6 +21,12 @@ export function el(tag, props = {}, ...children) {
     node.append(child instanceof Node ? child : String(child));
   }
   return node;
+}
+
+// A copy of the markup Django rendered once, empty, in <template id="…"> (from the
+// partial the page's own items come from): the page keeps one source of its markup.
+export function fromTemplate(id) {
+  return document.getElementById(id).content.firstElementChild.cloneNode(true);
 }
 
 export function setText(node, text) {
@@ -53,7 +60,7 @@ export function setProgress(bar, completed, total) {
   const percent = total ? Math.round((completed / total) * 100) : 0;
   bar.setAttribute("aria-valuenow", String(percent));
   bar.setAttribute("aria-valuetext", `${completed} of ${total} steps completed`);
-  bar.firstElementChild.style.width = `${percent}%`;
+  bar.firstElementChild.className = `p${percent}`;
 }
 
 export function setBadge(badge, state) {
@@ -65,8 +72,18 @@ const STATUS_TEXT = {
   connecting: "Connecting…",
   live: "Live",
   reconnecting: "Reconnecting…",
+  changed: "Access changed: reloading…",
+  signedout: "Logged out: log in to watch",
   forbidden: "No access",
   ended: "Link ended",
+};
+
+// Why the updates stopped, in a sentence (the indicator's tooltip, and read out).
+const STATUS_WHY = {
+  changed: "Your projects changed: the board reloads what you may see.",
+  signedout: "You logged out, or your login ended: log in again to watch.",
+  forbidden: "You may not watch this: you are not a member of its project, or your account was deactivated.",
+  ended: "The share link was revoked, deleted or has expired.",
 };
 
 // The page's connection indicator and the flag browser tests wait on.
@@ -74,11 +91,16 @@ export function showConnection(root, indicator, status) {
   root.dataset.connection = status;
   setText(indicator, STATUS_TEXT[status] || status);
   indicator.className = `conn conn-${status}`;
+  const why = STATUS_WHY[status];
+  if (why) indicator.setAttribute("title", why);
+  else indicator.removeAttribute("title");
   window.todowebReady = status === "live";
 }
 
-// Close codes the server uses to say "do not come back" (consumers.py).
-const FINAL = { 4403: "forbidden", 4410: "ended" };
+// Close codes the server uses to say "do not come back" (todoweb/access.py).
+const FINAL = { 4401: "signedout", 4403: "forbidden", 4410: "ended" };
+// "What you may see changed": come back at once for a fresh snapshot.
+const RELOAD = 4409;
 
 export class LiveSocket {
   constructor(path, { onMessage, onStatus }) {
@@ -113,7 +135,12 @@ export class LiveSocket {
         this.onStatus(final);
         return;
       }
-      this.onStatus("reconnecting");
+      if (event.code === RELOAD) {
+        this.onStatus("changed");
+        this.attempt = 0;
+      } else {
+        this.onStatus("reconnecting");
+      }
       this.schedule();
     };
   }

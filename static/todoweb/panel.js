@@ -6,6 +6,7 @@ import {
   LiveSocket,
   el,
   formatDuration,
+  fromTemplate,
   readConfig,
   setBadge,
   setProgress,
@@ -38,36 +39,28 @@ function stepItem(step, live) {
   const inProgress = step.status === "in_progress";
   // A replayed revision shows no running clock: its step is not running now.
   const running = live && inProgress && step.started_at;
-  const body = el(
-    "span",
-    { class: "body" },
-    el("span", { class: "sr-only" }, `${label(step.status)}: `),
-    el("span", { class: "content" }, step.content),
-    step.reopened
-      ? el("span", { class: "reopened-tag" }, `↺ reopened${step.reopened > 1 ? ` ${step.reopened}×` : ""}`)
-      : null,
-    inProgress && step.active_form
-      ? el("span", { class: "active-form" }, el("span", { class: "spinner", "aria-hidden": "true" }), step.active_form)
-      : null,
-  );
-  const duration = el(
-    "span",
-    { class: "duration", "data-started": running ? step.started_at : null },
-    running
-      ? formatDuration((Date.now() - Date.parse(step.started_at)) / 1000)
-      : formatDuration(step.duration_s),
-  );
-  return el(
-    "li",
-    { class: `step status-${step.status}`, "data-id": step.id },
-    el("span", { class: "icon", "aria-hidden": "true" }),
-    body,
+  const item = fromTemplate("step-template");
+  item.classList.add(`status-${step.status}`);
+  item.dataset.id = step.id;
+  setText(item.querySelector(".sr-only"), `${label(step.status)}: `);
+  setText(item.querySelector(".content"), step.content);
+  const reopened = item.querySelector(".reopened-tag");
+  if (step.reopened) setText(reopened, `↺ reopened${step.reopened > 1 ? ` ${step.reopened}×` : ""}`);
+  else reopened.remove();
+  const activeForm = item.querySelector(".active-form");
+  if (inProgress && step.active_form) activeForm.append(step.active_form);
+  else activeForm.remove();
+  const duration = item.querySelector(".duration");
+  if (running) duration.dataset.started = step.started_at;
+  setText(
     duration,
+    running ? formatDuration((Date.now() - Date.parse(step.started_at)) / 1000) : formatDuration(step.duration_s),
   );
+  return item;
 }
 
 function renderSteps(todos, live) {
-  const items = todos.length ? todos.map((step) => stepItem(step, live)) : [el("li", { class: "step empty" }, "No steps yet.")];
+  const items = todos.length ? todos.map((step) => stepItem(step, live)) : [fromTemplate("no-steps-template")];
   $("steps").replaceChildren(...items);
 }
 
@@ -76,10 +69,32 @@ function renderList(sectionId, listId, items, build) {
   $(listId).replaceChildren(...items.map(build));
 }
 
+function droppedItem(step) {
+  const item = fromTemplate("dropped-step-template");
+  setText(item.querySelector(".content"), step.content);
+  setText(item.querySelector(".was"), `(was ${label(step.status)})`);
+  return item;
+}
+
+// The data carries the newest dropped steps only; the whole list is asked for.
+function showAllDropped() {
+  fetch(config.droppedUrl, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+    .then((response) => (response.ok ? response.json() : Promise.reject(new Error(`HTTP ${response.status}`))))
+    .then((json) => {
+      $("dropped").replaceChildren(...json.dropped.map(droppedItem));
+      $("dropped-more").hidden = true;
+    })
+    .catch(() => setText($("dropped-more-text"), "The whole list could not be loaded; try again."));
+}
+
 function renderCounts(counts) {
   const pills = [];
   for (const [name, n] of Object.entries(counts)) {
-    if (name !== "total" && n) pills.push(el("span", { class: `pill status-${name}` }, `${n} ${label(name)}`), " ");
+    if (name === "total" || !n) continue;
+    const pill = fromTemplate("count-pill-template");
+    pill.classList.add(`status-${name}`);
+    setText(pill, `${n} ${label(name)}`);
+    pills.push(pill, " ");
   }
   $("counts").replaceChildren(...pills);
 }
@@ -102,9 +117,10 @@ function renderBody(data, live = true) {
   setText($("count"), `${data.counts.completed}/${data.counts.total}`);
   renderCounts(data.counts);
   renderSteps(data.todos, live);
-  renderList("dropped-section", "dropped", data.dropped, (step) =>
-    el("li", {}, el("span", { class: "content" }, step.content), " ", el("span", { class: "was" }, `(was ${label(step.status)})`)),
-  );
+  renderList("dropped-section", "dropped", data.dropped, droppedItem);
+  const more = (data.dropped_count ?? data.dropped.length) > data.dropped.length;
+  $("dropped-more").hidden = !more;
+  if (more) setText($("dropped-more-text"), `The newest ${data.dropped.length} of ${data.dropped_count}.`);
   renderList("warnings-section", "warnings", data.warnings, (w) => el("li", {}, w.message));
 }
 
@@ -256,6 +272,7 @@ liveButton.addEventListener("click", () => {
   goLive();
   timeline.focus();
 });
+$("dropped-all").addEventListener("click", showAllDropped);
 
 // --- What members do (no controls, and no URLs for them, on a share link) ---
 

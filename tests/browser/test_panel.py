@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from tests.browser.conftest import wait_until
 from todoweb import plan
 from todoweb.models import Revision, Session
 
@@ -91,8 +92,8 @@ def test_it_grows_the_running_bar_and_adds_revisions_live(page_for, agent, membe
     bar = row(page, "Build").locator(".tl-bar")
     width = number(bar, "width")
     # The clock stretches the bar every second, with no new revision.
-    page.wait_for_function(
-        "(w) => Number(document.querySelector('.tl-running .tl-bar').getAttribute('width')) > w + 2", arg=width
+    wait_until(
+        page, "(w) => Number(document.querySelector('.tl-running .tl-bar').getAttribute('width')) > w + 2", arg=width
     )
     expect(page.locator("#revision")).to_have_text("1")
 
@@ -274,10 +275,12 @@ def test_a_member_edits_the_plan_from_the_keyboard_and_every_watcher_sees_it(sho
     reply = agent.todo_write("edit-me", PLAN)["reply"]["content"]
     assert reply.startswith("The user changed the plan:")
     assert "The user's note: Keep the fix small" in reply
-    # The saved message goes once the plan moved on; the undone edit's warning keeps its lines.
+    # The saved message goes once the plan moved on; the agent's stale list kept the edit.
     expect(page.locator("#action-status")).to_have_text("")
-    expect(page.locator("#warnings li")).to_contain_text(re.compile(r"which you had not seen:\s+- .*\s+- reworded"))
-    expect(page.locator("#warnings li")).to_have_css("white-space", "pre-line")
+    expect(page.locator("#revision")).to_have_text("3")
+    expect(page.locator("#steps .step .content")).to_have_text(expected)
+    expect(watcher.locator("#steps .step .content")).to_have_text(expected)
+    expect(page.locator("#warnings-section")).to_be_hidden()
     assert page.errors == [] and watcher.errors == []
 
 
@@ -566,4 +569,18 @@ def test_an_edit_in_the_browser_reaches_the_agents_next_call_in_each_shape(page_
         form, 'The user changed the plan:\n- reworded "Write the fix" to "Write the fix with a regression test"'
     )
     assert text.startswith(expected), text
+    assert page.errors == []
+
+
+def test_it_shows_the_newest_dropped_steps_and_all_of_them_on_request(page_for, agent, member):
+    for letter in "vwx":
+        agent.todo_write("rewrites", [(f"{letter * 12} {n}", "pending") for n in range(12)])
+    page = page_for(member)
+    open_panel(page, "rewrites")
+    expect(page.locator("#dropped li")).to_have_count(20)
+    expect(page.locator("#dropped-more-text")).to_have_text("The newest 20 of 24.")
+    page.get_by_role("button", name="Show all").click()
+    expect(page.locator("#dropped li")).to_have_count(24)
+    expect(page.locator("#dropped li").first.locator(".content")).to_have_text("vvvvvvvvvvvv 0")
+    expect(page.locator("#dropped-more")).to_be_hidden()
     assert page.errors == []

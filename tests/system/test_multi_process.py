@@ -269,3 +269,27 @@ def test_a_staff_dashboard_on_b_sees_a_session_created_on_a(two_servers: TwoServ
     session = summary["session"]
     assert (session["project"], session["revision"], session["total"]) == ("demo", 1, 1)
     assert channel.startswith(two_servers.prefix)
+
+
+def login_attempt(server: Server, username: str, password: str, *, address: str) -> httpx.Response:
+    """A login through the form, from `address` as the proxy in front says (uvicorn trusts
+    X-Forwarded-For from 127.0.0.1, as `serve` is set up behind a proxy)."""
+    with httpx.Client(base_url=server.url, timeout=HTTP_TIMEOUT, headers={"X-Forwarded-For": address}) as http:
+        login = http.get("/accounts/login/")
+        form = {"username": username, "password": password, "csrfmiddlewaretoken": http.cookies["csrftoken"]}
+        return http.post("/accounts/login/", data=form, headers={"Referer": str(login.url)})
+
+
+def test_wrong_passwords_through_a_lock_the_address_out_of_b_too(two_servers: TwoServers) -> None:
+    """Ten wrong passwords through A, then staff's right one through B from the same
+    address: refused with the lockout page, while another address logs in. Fails as:
+    every attempt answered, and the right password let in (no throttling, or a count
+    each process keeps to itself)."""
+    for n in range(10):
+        answer = login_attempt(two_servers.a, f"guess-{n}", "wrong", address="203.0.113.50")
+        assert answer.status_code in (200, 429), answer.text
+    locked = login_attempt(two_servers.b, "staff", PASSWORD, address="203.0.113.50")
+    assert locked.status_code == 429, locked.text
+    assert "Too many failed logins" in locked.text and "Try again after" in locked.text
+    assert 0 < int(locked.headers["Retry-After"]) <= 15 * 60
+    assert login_attempt(two_servers.b, "staff", PASSWORD, address="203.0.113.51").status_code == 302

@@ -1,4 +1,4 @@
-"""No secret in any log (SPEC §8): share tokens, API tokens (Bearer, X-Api-Key, or by
+"""No secret in any log: share tokens, API tokens (Bearer, X-Api-Key, or by
 mistake in a query string) and session cookies never reach the server's output, in
 every way the README starts the server."""
 
@@ -91,3 +91,15 @@ def test_make_runs_server_logs_no_secret(deployment, tmp_path):
     assert "token for project 'demo'" in banner
     assert_no_secret(log, secrets)
     assert all(secret not in banner for secret in secrets)
+
+
+def test_a_request_for_a_foreign_host_is_one_line_of_the_log(deployment, tmp_path):
+    """A scanner or a misconfigured health check sends a Host outside ALLOWED_HOSTS: it
+    is answered 400 and noted in one line, not a traceback of Django's internals."""
+    with Server.serve(deployment, tmp_path / "serve.log", workers=1) as server:
+        with httpx.Client(base_url=server.url, timeout=10) as http:
+            for path in ("/readyz", "/", "/accounts/login/"):
+                assert http.get(path, headers={"Host": "scanner.example"}).status_code == 400
+    output = server.output()
+    assert output.count("Invalid HTTP_HOST header: 'scanner.example'") == 3
+    assert "Traceback" not in output

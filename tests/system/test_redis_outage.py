@@ -1,7 +1,9 @@
 """A Redis blip is not an outage: two server processes on PostgreSQL share a private
 Redis, which is stopped and restarted while an agent writes. Writes go on succeeding
 throughout (the rate limit fails open, events that cannot be published are dropped),
-and every watcher shows the latest revision within seconds of Redis returning."""
+and every watcher shows the latest revision within seconds of Redis returning. A
+share link revoked on one process while Redis is down closes the link's sockets on
+the other all the same, and they are sent nothing written after the revocation."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import time
 import httpx
 import pytest
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from tests.servers import Server, base_env, create_token, manage
 
@@ -22,6 +25,8 @@ WATCHERS = 10
 STOP_AFTER, OUTAGE_WRITES = 10, 10
 # The hub reconciles every 5 s; a watcher must be current within this after Redis returns.
 CONVERGE_WITHIN = 10.0
+# ... and checks its sockets' access as often: a revoked link's sockets close within this.
+HANG_UP_WITHIN = 20.0
 
 
 @pytest.fixture
@@ -127,3 +132,73 @@ def test_writes_go_on_and_watchers_converge_through_a_redis_outage(two_servers, 
     logs = a.output() + b.output()
     assert " 500 " not in logs and "Internal Server Error" not in logs
     assert "Rate limit skipped: the cache is unreachable" in a.output()
+
+
+class Viewer:
+    """A share-link viewer's socket that records everything until the server closes it."""
+
+    def __init__(self, server: Server, share_url: str):
+        path, _, query = share_url.partition("?")
+        public_id = path.rstrip("/").rsplit("/", 1)[-1]
+        self.url = f"ws://127.0.0.1:{server.port}/ws/sessions/{public_id}/?{query}"
+        self.origin = server.url
+        self.events: list[dict] = []
+        self.close_code: int | None = None
+        self.task = asyncio.ensure_future(self.run())
+
+    def revisions(self) -> list[int]:
+        return [event["revision"] for event in self.events if event["type"] == "session.snapshot"]
+
+    async def run(self) -> None:
+        async with connect(self.url, origin=self.origin) as ws:
+            try:
+                async for text in ws:
+                    self.events.append(json.loads(text))
+            except ConnectionClosed:
+                pass
+            self.close_code = ws.close_code
+
+
+async def revoke_while_redis_is_down(a: Server, b: Server, token: str, redis) -> Viewer:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=a.url, headers=headers, timeout=10) as http:
+
+        async def write(n: int) -> None:
+            todos = [{"content": f"step {i}", "status": "completed" if i < n else "pending"} for i in range(3)]
+            body = {"tool": "TodoWrite", "id": f"r{n}", "input": {"todos": [t | {"activeForm": "x"} for t in todos]}}
+            answer = await http.post("/api/v1/sessions/revoked/tool", json=body)
+            assert answer.status_code == 200, (n, answer.text)
+
+        await write(0)
+        share = (await http.post("/api/v1/sessions/revoked/share")).json()["url"]
+        viewer = Viewer(b, share)
+        started = time.monotonic()
+        while viewer.revisions() != [1]:
+            assert not viewer.task.done(), viewer.events
+            assert time.monotonic() - started < HANG_UP_WITHIN, "the viewer never saw revision 1"
+            await asyncio.sleep(0.05)
+
+        redis.stop()
+        # A's event saying so is lost with Redis: only B's own check can find out.
+        assert (await http.delete("/api/v1/sessions/revoked/share")).status_code == 204
+        revoked_at = time.monotonic()
+        for n in (1, 2, 3):
+            await write(n)
+        redis.start()
+        await write(4)
+        try:
+            await asyncio.wait_for(viewer.task, HANG_UP_WITHIN - (time.monotonic() - revoked_at))
+        except TimeoutError:
+            raise AssertionError(f"the socket stayed open; it was shown revisions {viewer.revisions()}") from None
+        return viewer
+
+
+def test_a_link_revoked_while_redis_is_down_closes_its_sockets_on_the_other_process(two_servers, private_redis):
+    """Fails as: B's viewer goes on receiving revisions 2-5 once Redis returns (the
+    revocation's event was lost), and its socket stays open."""
+    env, a, b = two_servers
+    token = create_token(env)
+    viewer = asyncio.run(revoke_while_redis_is_down(a, b, token, private_redis))
+    assert viewer.revisions() == [1]
+    assert viewer.events[-1]["type"] == "share.ended"
+    assert viewer.close_code == 4410

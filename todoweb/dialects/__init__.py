@@ -6,22 +6,26 @@ Adding a dialect is adding one module (see `base` for its interface) and its tes
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 from functools import cache
-from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
-from ..errors import InvalidInput, UnknownTool
+from todoweb.calls.errors import InvalidInput, TodowebError, UnknownTool
+from todoweb.dialects.base import Dialect, SharedName
+
+# How alike an unknown tool name must be to a known one to be suggested (a typo).
+CLOSE_NAME = 0.8
 
 
 @cache
-def dialects() -> dict[str, ModuleType]:
+def dialects() -> dict[str, Dialect]:
     found = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         if info.name == "base" or info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+        module = cast(Dialect, importlib.import_module(f"{__name__}.{info.name}"))
         found[module.NAME] = module
     return found
 
@@ -38,9 +42,9 @@ ROUTES = {
 
 
 @cache
-def tool_names() -> dict[str, tuple[ModuleType, ...]]:
+def tool_names() -> dict[str, tuple[Dialect, ...]]:
     """Each tool name's dialects, in routing order."""
-    by_tool: dict[str, list[ModuleType]] = {}
+    by_tool: dict[str, list[Dialect]] = {}
     for module in dialects().values():
         for tool in module.TOOLS:
             by_tool.setdefault(tool, []).append(module)
@@ -50,18 +54,19 @@ def tool_names() -> dict[str, tuple[ModuleType, ...]]:
     return {tool: tuple(modules) for tool, modules in by_tool.items()}
 
 
-def resolve(tool: str, args: Any, dialect: str | None = None) -> ModuleType:
+def resolve(tool: str, args: Any, dialect: str | None = None) -> Dialect:
     """The dialect for a call: the one named by `dialect` (forced), else by tool name,
     and by the input's fields where names are shared."""
     candidates = tool_names().get(tool)
     if not candidates:
-        raise UnknownTool(tool)
+        closest = difflib.get_close_matches(tool, tool_names(), n=1, cutoff=CLOSE_NAME)
+        raise UnknownTool(tool, closest=closest[0] if closest else None)
     if dialect is not None:
         return forced(tool, dialect, candidates)
     if len(candidates) == 1:
         return candidates[0]
     for module in candidates:
-        if module.fits(tool, args):
+        if cast(SharedName, module).fits(tool, args):
             return module
     expected = "; ".join(f"{m.NAME}: {m.SHAPE}" for m in candidates)
     raise InvalidInput(
@@ -70,7 +75,7 @@ def resolve(tool: str, args: Any, dialect: str | None = None) -> ModuleType:
     )
 
 
-def forced(tool: str, dialect: str, candidates: tuple[ModuleType, ...]) -> ModuleType:
+def forced(tool: str, dialect: str, candidates: tuple[Dialect, ...]) -> Dialect:
     if dialect not in dialects():
         raise InvalidInput(f"Unknown dialect '{dialect}'. Known: {', '.join(dialects())}", details={"dialect": dialect})
     for module in candidates:
@@ -80,3 +85,25 @@ def forced(tool: str, dialect: str, candidates: tuple[ModuleType, ...]) -> Modul
         f"Dialect '{dialect}' has no tool '{tool}'. It has: {', '.join(dialects()[dialect].TOOLS)}",
         details={"dialect": dialect, "tool": tool},
     )
+
+
+def look_alike(tool: str) -> list[str]:
+    """Other tool names that differ from `tool` only in case (opencode's `todowrite`,
+    Claude Code's `TodoWrite`): a model that mixes them up gets one tool's rules for
+    the other's input."""
+    folded = tool.casefold()
+    return [name for name in tool_names() if name != tool and name.casefold() == folded]
+
+
+def look_alike_hint(tool: str, args: Any, current: list[Any], next_id: int) -> str | None:
+    """Why a refused call may have named the wrong tool: its input is a plan for a
+    tool whose name differs only in case."""
+    for name in look_alike(tool):
+        try:
+            other = resolve(name, args)
+            if other.call(name, args, current, next_id=next_id).items is None:
+                continue  # a read: anything fits one
+        except TodowebError:
+            continue
+        return f"This input fits the tool '{name}' ({other.NAME}), not '{tool}': check the tool's name."
+    return None

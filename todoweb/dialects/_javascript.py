@@ -43,6 +43,7 @@ def js_number(value: int | float) -> str:
         return "0"
     sign = "-" if number < 0 else ""
     _, digits, exponent = Decimal(repr(abs(number))).normalize().as_tuple()
+    assert isinstance(exponent, int)  # a finite number: not NaN's 'n' nor infinity's 'F'
     text = "".join(map(str, digits))
     k, n = len(text), exponent + len(text)
     if k <= n <= 21:

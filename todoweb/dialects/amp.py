@@ -1,7 +1,7 @@
 """Amp's `todo_write` / `todo_read`, as the Amp CLI runs them (npm `@sourcegraph/amp`
 0.0.1767830505-ga62310, `dist/main.js`; later releases dropped both tools).
 
-PEERS-MORE §9 has Amp's schema from a September 2025 thread dump (items `{id, content,
+Amp's schema is known from a September 2025 thread dump (items `{id, content,
 status, priority}`, all required); the bundle's schema no longer has `priority`.
 Neither is enforced: Amp checks no tool input against its schema, and the two tools
 are, in full:
@@ -37,10 +37,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidInput
-from ..steps import Item, Warning
-from ._javascript import js_json
-from .base import Outcome, ToolDefinition, describe
+from todoweb.calls.errors import InvalidInput
+from todoweb.dialects._javascript import js_json
+from todoweb.dialects.base import Outcome, ToolDefinition, describe
+from todoweb.plan.steps import Item, Warning
 
 NAME = "amp"
 TOOLS = ("todo_write", "todo_read")
@@ -130,7 +130,7 @@ def js_stringify(value: Any) -> str:
 
 
 def definitions() -> list[ToolDefinition]:
-    # Amp's schema as PEERS-MORE quotes it (with `priority`, which SPEC lists); Amp
+    # Amp's schema as that dump quotes it (with `priority`); Amp
     # checks none of it, so no additionalProperties either.
     item = {
         "type": "object",

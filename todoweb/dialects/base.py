@@ -26,11 +26,12 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from ..steps import Item, Warning
+from todoweb.calls.errors import MAX_REPORTED, first_problem
+from todoweb.plan.steps import Item, Warning
 
 # Sentinel for `args` when the arguments text of a call is not valid JSON.
 UNPARSED: Any = type("Unparsed", (), {"__repr__": lambda self: "UNPARSED"})()
@@ -46,10 +47,41 @@ class Outcome:
     warnings: list[Warning] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # dialect fields added to `data`
     removed: list[str] = field(default_factory=list)  # ids deleted on purpose: not "dropped"
+    # The list is the current one changed by the call (an incremental tool): a
+    # person's edits in it stay as they are, with no merge.
+    patched: bool = False
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class Dialect(Protocol):
+    """A dialect module, as the write path uses it (optional: `HANDLES_RAW`, `fits`,
+    `user_edits_text`)."""
+
+    NAME: str
+    TOOLS: tuple[str, ...]
+    SHAPE: str
+
+    def call(
+        self, tool: str, args: Any, current: list[Item], *, raw: str | None = None, next_id: int = 1
+    ) -> Outcome: ...
+
+    def definitions(self) -> list[ToolDefinition]: ...
+
+
+class SharedName(Dialect, Protocol):
+    """A dialect whose tool name another dialect has too: it tells its own input."""
+
+    def fits(self, tool: str, args: Any) -> bool: ...
 
 
 # A call can break a rule once per item: the answer names the first few and counts the rest.
-MAX_REPORTED_ERRORS = 20
+MAX_REPORTED_ERRORS = MAX_REPORTED
 
 
 def first_errors(errors: list[str]) -> list[str]:
@@ -76,14 +108,9 @@ def validation_text(exc: ValidationError) -> str:
     return "\n".join([header, *kept])
 
 
-def error_detail(error: Any) -> dict[str, Any]:
-    return {"loc": ".".join(str(part) for part in error["loc"]), "type": error["type"], "msg": error["msg"]}
-
-
 def pydantic_errors(exc: ValidationError) -> dict[str, Any]:
     """`details` for a pydantic refusal: the first errors, and how many there were."""
-    errors = exc.errors(include_url=False, include_input=False)
-    return {"errors": [error_detail(e) for e in errors[:MAX_REPORTED_ERRORS]], "count": len(errors)}
+    return first_problem(exc.errors(include_url=False, include_input=False)).details
 
 
 def inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
@@ -96,13 +123,6 @@ def inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
     if isinstance(schema, list):
         return [inline_refs(value, defs) for value in schema]
     return schema
-
-
-@dataclass(frozen=True)
-class ToolDefinition:
-    name: str
-    description: str
-    input_schema: dict[str, Any]
 
 
 @cache

@@ -1,16 +1,16 @@
-"""Claude Code's TodoWrite / TodoRead, exactly as seed 002 (F-001, F-002, F-008) gives them.
+"""Claude Code's TodoWrite / TodoRead, exactly as their specification (F-001, F-002, F-008) gives them.
 
 TodoWrite replaces the whole list (`[]` clears it); TodoRead returns it. The
-checks run in the seed's order and the first failure is reported in its words.
+checks run in the specification's order and the first failure is reported in its words.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidInput
-from ..steps import Item
-from .base import Outcome, ToolDefinition, compact_json, describe, js_string
+from todoweb.calls.errors import InvalidInput
+from todoweb.dialects.base import Outcome, ToolDefinition, compact_json, describe, js_string
+from todoweb.plan.steps import Item
 
 NAME = "claude"
 TOOLS = ("TodoWrite", "TodoRead")

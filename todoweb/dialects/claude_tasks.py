@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..errors import InvalidInput
-from ..steps import Item
-from .base import Outcome, ToolDefinition, describe, first_errors, json_type, next_number
+from todoweb.calls.errors import InvalidInput
+from todoweb.dialects.base import Outcome, ToolDefinition, describe, first_errors, json_type, next_number
+from todoweb.plan.steps import Item
 
 NAME = "claude-tasks"
 TOOLS = ("TaskCreate", "TaskUpdate", "TaskGet", "TaskList")
@@ -110,7 +110,7 @@ def create(args: dict[str, Any], current: list[Item], next_id: int) -> Outcome:
         active_form=args.get("activeForm"),
         status="pending",
     )
-    return Outcome(native=f"Task #{task.id} created successfully: {task.content}", items=[*current, task])
+    return Outcome(native=f"Task #{task.id} created successfully: {task.content}", items=[*current, task], patched=True)
 
 
 def update(args: dict[str, Any], current: list[Item], index: int) -> Outcome:
@@ -122,7 +122,7 @@ def update(args: dict[str, Any], current: list[Item], index: int) -> Outcome:
             for i, item in enumerate(current)
             if i != index
         ]
-        return Outcome(native=f"Updated task #{task_id} deleted", items=items, removed=[task_id])
+        return Outcome(native=f"Updated task #{task_id} deleted", items=items, removed=[task_id], patched=True)
 
     items = list(current)
     task = current[index]
@@ -161,7 +161,7 @@ def update(args: dict[str, Any], current: list[Item], index: int) -> Outcome:
         return Outcome(
             native=f"Updated task #{task_id} {', '.join(updated)}" if updated else f"No changes to task #{task_id}"
         )
-    return Outcome(native=f"Updated task #{task_id} {', '.join(updated)}", items=items)
+    return Outcome(native=f"Updated task #{task_id} {', '.join(updated)}", items=items, patched=True)
 
 
 def blocks(current: list[Item], task_id: str | None) -> list[str]:

@@ -26,9 +26,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import InvalidJson
-from ..steps import Item, Warning
-from .base import UNPARSED, Outcome, ToolDefinition, describe, json_error
+from todoweb.calls.errors import InvalidJson
+from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, describe, json_error
+from todoweb.plan.steps import Item, Warning
 
 NAME = "cline"
 TOOLS = ("task_progress",)

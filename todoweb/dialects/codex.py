@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidInput, InvalidJson
-from ..steps import Item
-from ._serde_json import MISSING, Deserializer, SerdeError, one_of
-from .base import UNPARSED, Outcome, ToolDefinition, compact_json, describe
+from todoweb.calls.errors import InvalidInput, InvalidJson
+from todoweb.dialects._serde_json import MISSING, Deserializer, SerdeError, one_of
+from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, compact_json, describe
+from todoweb.plan.steps import Item
 
 NAME = "codex"
 TOOLS = ("update_plan",)

@@ -38,10 +38,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import InvalidInput
-from ..steps import Item, Warning
-from ._javascript import js_number, js_trim
-from .base import Outcome, ToolDefinition, describe
+from todoweb.calls.errors import InvalidInput
+from todoweb.dialects._javascript import js_number, js_trim
+from todoweb.dialects.base import Outcome, ToolDefinition, describe
+from todoweb.plan.steps import Item, Warning
 
 NAME = "copilot"
 TOOLS = ("manage_todo_list",)

@@ -30,10 +30,10 @@ import json
 import unicodedata
 from typing import Any
 
-from ..errors import InvalidInput, InvalidJson
-from ..jsonio import JsonError, UnacceptableJson, parse
-from ..steps import Item
-from .base import UNPARSED, Outcome, ToolDefinition, describe
+from todoweb.calls.errors import InvalidInput, InvalidJson
+from todoweb.calls.jsonio import JsonError, UnacceptableJson, parse
+from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, describe
+from todoweb.plan.steps import Item
 
 NAME = "crush"
 TOOLS = ("todos",)

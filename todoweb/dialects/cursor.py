@@ -1,6 +1,6 @@
 """Cursor's `todo_write` with `merge`, as Cursor's agent package runs it.
 
-PEERS-MORE §2 has only the leaked prompt (schema, no replies, no rules). The rules and
+Cursor's leaked prompt gives only (schema, no replies, no rules). The rules and
 replies here come from Cursor's agent code as recovered from a shipped bundle
 (`packages/agent/dist/tools/core/todo/{todo,common}.js`, `tools/lenient-{array,enum,
 boolean}.js`): there the tool is called `todo_write` only in its `dsv3-1018` prompt
@@ -49,9 +49,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import InvalidInput
-from ..steps import Item
-from .base import MAX_REPORTED_ERRORS, Outcome, ToolDefinition, compact_json, describe
+from todoweb.calls.errors import InvalidInput
+from todoweb.dialects.base import MAX_REPORTED_ERRORS, Outcome, ToolDefinition, compact_json, describe
+from todoweb.plan.steps import Item
 
 NAME = "cursor"
 TOOLS = ("todo_write",)
@@ -99,7 +99,7 @@ def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, n
         touched = {item.id for item in state}
     kept, removed = prune_finished(state, touched)
     reply = success_reply(kept, show_list=merge)
-    return Outcome(native=reply, items=kept, removed=removed)
+    return Outcome(native=reply, items=kept, removed=removed, patched=merge)
 
 
 def content_of(item: Item | None) -> str:
@@ -110,6 +110,7 @@ def merged(existing: dict[str, Item], incoming: list[Item]) -> list[Item]:
     """The merge loop: a Map from id, seeded with the list, updated in call order."""
     by_id = dict(existing)
     for todo in incoming:
+        assert todo.id is not None  # read() gave every incoming step its id
         before = by_id.get(todo.id)
         if (before is None or before.content == "") and todo.content == "":
             raise InvalidInput(NEEDS_CONTENT, details={"id": todo.id})
@@ -125,7 +126,7 @@ def prune_finished(state: list[Item], touched: set[str | None]) -> tuple[list[It
     by_recency = sorted(finished, key=lambda index: (state[index].id in touched, index), reverse=True)
     pruned = set(by_recency[MAX_FINISHED_TODOS:])
     kept = [item for index, item in enumerate(state) if index not in pruned]
-    return kept, [state[index].id for index in sorted(pruned) if state[index].id is not None]
+    return kept, [step_id for index in sorted(pruned) if (step_id := state[index].id) is not None]
 
 
 def success_reply(todos: list[Item], *, show_list: bool) -> str:

@@ -19,10 +19,10 @@ from typing import Any
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import ValidationError
 
-from ..errors import InvalidInput, InvalidJson
-from ..steps import Item
-from ._javascript import JS_WHITESPACE
-from .base import UNPARSED, Outcome, ToolDefinition, describe, json_error
+from todoweb.calls.errors import InvalidInput, InvalidJson
+from todoweb.dialects._javascript import JS_WHITESPACE
+from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, describe, json_error
+from todoweb.plan.steps import Item
 
 NAME = "gemini"
 TOOLS = ("write_todos",)

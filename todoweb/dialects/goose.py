@@ -33,9 +33,9 @@ import json
 import re
 from typing import Any
 
-from ..errors import InvalidInput, InvalidJson
-from ..steps import Item, Warning
-from .base import UNPARSED, Outcome, ToolDefinition, describe
+from todoweb.calls.errors import InvalidInput, InvalidJson
+from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, describe
+from todoweb.plan.steps import Item, Warning
 
 NAME = "goose"
 TOOLS = ("todo_write", "todo__todo_write")

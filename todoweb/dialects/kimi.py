@@ -1,4 +1,4 @@
-"""Kimi CLI's `SetTodoList`, as seed 000 describes it and kimi-cli 1.49 runs it.
+"""Kimi CLI's `SetTodoList`, as its tool description has it and kimi-cli 1.49 runs it.
 
 The tool is a pydantic model behind kosong's argument handling, so this module
 validates with the same models and reports what pydantic reports:
@@ -20,9 +20,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import InvalidInput, InvalidJson
-from ..steps import Item, Step
-from .base import UNPARSED, Outcome, ToolDefinition, describe, inline_refs, pydantic_errors, validation_text
+from todoweb.calls.errors import InvalidInput, InvalidJson
+from todoweb.dialects.base import (
+    UNPARSED,
+    Outcome,
+    ToolDefinition,
+    describe,
+    inline_refs,
+    pydantic_errors,
+    validation_text,
+)
+from todoweb.plan.steps import Item, Step
 
 NAME = "kimi"
 TOOLS = ("SetTodoList",)

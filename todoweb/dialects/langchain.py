@@ -33,9 +33,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
 
-from ..errors import InvalidInput, InvalidJson
-from ..steps import Item
-from .base import UNPARSED, Outcome, ToolDefinition, describe, first_errors
+from todoweb.calls.errors import InvalidInput, InvalidJson
+from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, describe, first_errors
+from todoweb.plan.steps import Item
 
 NAME = "langchain"
 TOOLS = ("write_todos",)

@@ -1,4 +1,4 @@
-"""learn-claude-code's `todo` (s03 TodoManager), as seed 004 and PEERS.md describe it.
+"""learn-claude-code's `todo` (s03 TodoManager), as its lesson describes it and its code runs it.
 
 The tool replaces the whole list. Its checks, in its order: more than 20 items
 first (even when every item is also broken); then item by item, text before
@@ -7,16 +7,16 @@ the way the Python original does (`str(...)`), so odd types are accepted, and
 errors name the caller's id (the 1-based position only when the id is absent).
 
 One deliberate deviation: `text: null` is rejected as "text required" instead of
-being stored as the text "None" (an accident of `str(None)`, see PEERS.md).
+being stored as the text "None" (an accident of `str(None)`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidInput
-from ..steps import Item
-from .base import Outcome, ToolDefinition, describe
+from todoweb.calls.errors import InvalidInput
+from todoweb.dialects.base import Outcome, ToolDefinition, describe
+from todoweb.plan.steps import Item
 
 NAME = "learn"
 TOOLS = ("todo",)

@@ -1,6 +1,6 @@
-"""The incremental TodoManager of seed 003: `create_todos` appends, `update_todo` patches one step.
+"""The incremental TodoManager (its documentation, in Chinese): `create_todos` appends, `update_todo` patches one step.
 
-The seed's tools answer their errors as plain strings; here those exact strings are
+The TodoManager's tools answer their errors as plain strings; here those exact strings are
 `InvalidInput` (HTTP 422, nothing written). Values are read the way the
 TypeScript original reads them: `String(args.id)`, `String(args.status)`, and step
 descriptions printed through a template literal, so a number or null is accepted
@@ -12,18 +12,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..errors import InvalidInput
-from ..steps import MARKERS, Item
-from .base import Outcome, ToolDefinition, describe, js_string, next_number
+from todoweb.calls.errors import InvalidInput
+from todoweb.dialects.base import Outcome, ToolDefinition, describe, js_string, next_number
+from todoweb.plan.steps import MARKERS, Item
 
 NAME = "manager"
 TOOLS = ("create_todos", "update_todo")
 SHAPE = "create_todos {items: [string]}; update_todo {id, status}"
 
-# update_todo accepts no way back to pending: a step only moves forward (seed 003).
+# update_todo accepts no way back to pending: a step only moves forward (its documentation).
 UPDATE_STATUSES = ("running", "completed", "failed")
 CANONICAL = {"running": "in_progress", "completed": "completed", "failed": "failed"}
-# The seed's four labels are todoweb's checklist markers, which also cover the
+# The TodoManager's four labels are todoweb's checklist markers, which also cover the
 # canonical statuses only other dialects can set (blocked, cancelled).
 LABELS = MARKERS
 
@@ -49,13 +49,13 @@ def create(args: dict[str, Any], current: list[Item], next_id: int) -> Outcome:
         for offset, description in enumerate(descriptions)
     ]
     items = current + created
-    return Outcome(native=f"已创建 {len(created)} 个步骤:\n{plan_text(items)}", items=items)
+    return Outcome(native=f"已创建 {len(created)} 个步骤:\n{plan_text(items)}", items=items, patched=True)
 
 
 def update(args: dict[str, Any], current: list[Item]) -> Outcome:
     step_id = js_value(args, "id")
     status = js_value(args, "status")
-    # The seed checks the status before it looks the step up.
+    # The TodoManager checks the status before it looks the step up.
     if status not in UPDATE_STATUSES:
         raise InvalidInput(
             f'错误:无效状态 "{status}",可选值: {", ".join(UPDATE_STATUSES)}', details={"field": "status"}
@@ -66,7 +66,7 @@ def update(args: dict[str, Any], current: list[Item]) -> Outcome:
     items = list(current)
     items[index] = replace(current[index], status=CANONICAL[status])
     step = items[index]
-    return Outcome(native=f'步骤 #{step.id} "{step.content}" → {status}\n{plan_text(items)}', items=items)
+    return Outcome(native=f'步骤 #{step.id} "{step.content}" → {status}\n{plan_text(items)}', items=items, patched=True)
 
 
 def js_value(args: dict[str, Any], key: str) -> str:

@@ -35,11 +35,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import InvalidInput
-from ..jsonio import JsonError, UnacceptableJson, parse
-from ..steps import Item, Warning
-from ._javascript import js_json
-from .base import Outcome, ToolDefinition, describe
+from todoweb.calls.errors import InvalidInput
+from todoweb.calls.jsonio import JsonError, UnacceptableJson, parse
+from todoweb.dialects._javascript import js_json
+from todoweb.dialects.base import Outcome, ToolDefinition, describe
+from todoweb.plan.steps import Item, Warning
 
 NAME = "opencode"
 TOOLS = ("todowrite", "todoread")

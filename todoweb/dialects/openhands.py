@@ -2,7 +2,7 @@
 @ 611629e, `openhands-tools/openhands/tools/task_tracker/definition.py` and
 `openhands-sdk/openhands/sdk/agent/agent.py`).
 
-Two implementations share the name (PEERS-MORE §4). This module follows V1, the SDK
+Two implementations share the name. This module follows V1, the SDK
 that OpenHands runs today; the V0 CodeActAgent tool (plan mode only) differs:
 
 - V0 requires `command` and, for `plan`, `task_list`; V1 defaults them (`view`, `[]`).
@@ -31,7 +31,7 @@ How V1 reads a call, in order (each step is the agent's, quoted in the names bel
    pydantic's text names its own version in its links: this module's pydantic's.
 
 Statuses: todo → pending, in_progress, done → completed. V1 drops an item's `id`;
-todoweb keeps a non-empty string `id` as the step's identity on the board (SPEC lists
+todoweb keeps a non-empty string `id` as the step's identity on the board (the data shape lists
 `id?`), which changes no reply.
 """
 
@@ -43,9 +43,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import InvalidInput, InvalidJson
-from ..steps import Item
-from .base import Outcome, ToolDefinition, describe, pydantic_errors, validation_text
+from todoweb.calls.errors import InvalidInput, InvalidJson
+from todoweb.dialects.base import Outcome, ToolDefinition, describe, pydantic_errors, validation_text
+from todoweb.plan.steps import Item
 
 NAME = "openhands"
 TOOLS = ("task_tracker",)

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidInput
-from ..steps import Item
-from ._javascript import js_json, js_trim, utf16_len
-from .base import Outcome, ToolDefinition, describe
+from todoweb.calls.errors import InvalidInput
+from todoweb.dialects._javascript import js_json, js_trim, utf16_len
+from todoweb.dialects.base import Outcome, ToolDefinition, describe
+from todoweb.plan.steps import Item
 
 NAME = "qwen"
 TOOLS = ("todo_write",)
@@ -96,6 +96,7 @@ def call(tool: str, args: Any, current: list[Item], *, raw: str | None = None, n
     problem = validate(todos)
     if problem:
         raise InvalidInput(problem.message, details=problem.details)
+    assert isinstance(todos, list)  # validate refused anything else
     final = keep_dependencies(todos, current)
     problem = validate(final)
     if problem:

@@ -32,9 +32,9 @@ import hashlib
 import re
 from typing import Any
 
-from ..errors import InvalidInput, InvalidJson
-from ..steps import Item, Warning
-from .base import UNPARSED, Outcome, ToolDefinition, compact_json, describe
+from todoweb.calls.errors import InvalidInput, InvalidJson
+from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, compact_json, describe
+from todoweb.plan.steps import Item, Warning
 
 NAME = "roo"
 TOOLS = ("update_todo_list",)

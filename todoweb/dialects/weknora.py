@@ -1,4 +1,4 @@
-"""WeKnora's `todo_write` with `steps`: seed 001's plan text, the tool's accept/reject rules from PEERS.md.
+"""WeKnora's `todo_write` with `steps`: its documented plan text, and the accept/reject rules of its Go source.
 
 WeKnora validates in two phases and todoweb keeps both, in order:
 
@@ -21,9 +21,9 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from ..errors import InvalidInput
-from ..steps import Item, Warning
-from .base import Outcome, ToolDefinition, describe, json_type
+from todoweb.calls.errors import InvalidInput
+from todoweb.dialects.base import Outcome, ToolDefinition, describe, json_type
+from todoweb.plan.steps import Item, Warning
 
 NAME = "weknora"
 TOOLS = ("todo_write",)
@@ -148,7 +148,8 @@ def decode(args: Any, *, sorted_keys: bool) -> tuple[str, list[dict[str, str]]]:
         raise InvalidInput(
             f"Failed to parse args: json: cannot unmarshal {go_kind(args)} into Go value of type {GO_INPUT}"
         )
-    task, steps = "", []
+    task: str = ""
+    steps: list[Any] = []
     for key, value in ordered(args, sorted_keys):
         field = match_field(key, ("task", "steps"))
         if field is None or value is None:  # unknown keys are ignored; null leaves the zero value
@@ -207,11 +208,11 @@ def go_kind(value: Any) -> str:
 
 
 def plan_text(task: str, steps: list[dict[str, str]]) -> str:
-    """generatePlanOutput, in seed 001's Chinese (its §6.2 example, punctuation as the seed prints it)."""
+    """generatePlanOutput, in the documentation's Chinese (its example plan, punctuation as it prints it)."""
     out = "计划已创建\n\n"
     out += f"**任务**: {task}\n\n"
     if not steps:
-        # The seed elides this list ("// ... 列出推荐工具"); completed from WeKnora's Chinese source.
+        # The documentation elides this list ("// ... 列出推荐工具"); completed from WeKnora's Chinese source.
         out += "注意:未提供具体步骤。建议创建 3-7 个检索任务以系统化研究。\n\n"
         out += "建议的检索流程(专注于检索任务,不包含总结):\n"
         out += "1. 使用 grep_chunks 搜索关键词定位相关文档\n"
@@ -252,7 +253,7 @@ def plan_text(task: str, steps: list[dict[str, str]]) -> str:
         out += "- 完成每个任务后,更新 todo_write 标记为 completed\n"
         out += "- 只有在所有任务完成后,才能生成最终总结\n"
     else:
-        # The seed shows only the first line of this list; the rest is WeKnora's source.
+        # The documentation shows only the first line of this list; the rest is WeKnora's source.
         out += "✅ **所有任务已完成!**\n\n"
         out += "现在可以:\n"
         out += "- 综合所有任务的发现\n"

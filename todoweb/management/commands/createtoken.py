@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils.text import slugify
 
-from ...models import ApiToken
-from ...tokens import token_create
+from todoweb.models import ApiToken
+from todoweb.writes.tokens import token_create
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ import os
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from ...server import serve
+from todoweb.runtime.server import serve
 
 
 class Command(BaseCommand):

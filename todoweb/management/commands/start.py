@@ -11,9 +11,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandParser
 
-from ...models import ApiToken, digest
-from ...server import serve
-from ...tokens import token_create
+from todoweb.models import ApiToken, digest
+from todoweb.runtime.server import serve
+from todoweb.writes.tokens import token_create
 
 PASSWORD_FILE = settings.BASE_DIR / ".run" / "admin-password"
 TOKEN_FILE = settings.BASE_DIR / ".run" / "demo-token"

@@ -1,0 +1,57 @@
+"""The one way async code reaches the database: `in_database_thread`, for every
+route (the tool endpoint, the hooks, the MCP server) and for the live sockets.
+
+Django runs an async view's synchronous code in one thread per process, so that
+connections and transactions stay where they were opened. On PostgreSQL that one
+thread is what limits the write path: two thirds of each write is spent waiting on
+the database's round trips and its commit, one write at a time. With
+`TODOWEB_DB_THREADS` above 1, work runs in one of that many threads, each with its
+own connection from the pool, given back when the work ends, so that those waits
+overlap. SQLite takes one writer at a time whatever the threads, so it keeps the one
+thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from typing import ParamSpec, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import connection
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+async def in_database_thread(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """`func(*args, **kwargs)` in a database thread."""
+    return await runner(func, settings.TODOWEB_DB_THREADS)(*args, **kwargs)
+
+
+@cache
+def runner(func: Callable[P, R], threads: int) -> Callable[P, Awaitable[R]]:
+    # Made once per function: wrapping costs more than a thread hop.
+    if threads <= 1:
+        return sync_to_async(func)
+    return sync_to_async(releasing_connection(func), thread_sensitive=False, executor=executor(threads))
+
+
+@cache
+def executor(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="todoweb-db")
+
+
+def releasing_connection(func: Callable[P, R]) -> Callable[P, R]:
+    """`func`, then what Django does with a connection at the end of a request: a
+    pooled one goes back to the pool, a broken one is discarded."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        finally:
+            connection.close_if_unusable_or_obsolete()
+
+    return run

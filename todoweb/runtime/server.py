@@ -1,0 +1,152 @@
+"""How todoweb runs under uvicorn, for `manage.py serve` (production) and
+`manage.py start` (`make run`): the websocket protocol and the server's options.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import sys
+import zlib
+from functools import lru_cache
+from typing import Any
+
+import uvicorn
+import websockets.version
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.extensions.permessage_deflate import PerMessageDeflate, ServerPerMessageDeflateFactory
+from websockets.frames import CONT, CTRL_OPCODES, Frame
+from websockets.server import ServerProtocol
+
+# The versions the websocket protocol below was written and tested against: it
+# subclasses uvicorn's websockets-sansio protocol, which is still changing upstream
+# (uvicorn PRs #3056 and #3138, 2026). Other versions run uvicorn's own protocol.
+TESTED_VERSIONS = {"uvicorn": "0.54.0", "websockets": "17.4"}
+
+
+# uvicorn's own permessage-deflate settings.
+WINDOW_BITS = 12
+COMPRESS_SETTINGS = {"memLevel": 5}
+
+
+class SharedDeflate(PerMessageDeflate):
+    """permessage-deflate that keeps no context between the messages it sends, so a
+    message compresses to the same bytes on every socket: a live frame sent to a
+    thousand watchers is compressed once, not a thousand times (compressing was a
+    quarter of the cost of a fan-out)."""
+
+    def encode(self, frame: Frame) -> Frame:
+        if frame.opcode in CTRL_OPCODES or frame.opcode is CONT or not frame.fin:
+            return super().encode(frame)
+        data = compressed(bytes(frame.data), self.local_max_window_bits)
+        return Frame(frame.opcode, data, frame.fin, True, frame.rsv2, frame.rsv3)
+
+
+@lru_cache(maxsize=256)
+def compressed(data: bytes, window_bits: int) -> bytes:
+    encoder = zlib.compressobj(wbits=-window_bits, **COMPRESS_SETTINGS)
+    # A sync flush ends with 00 00 ff ff, which the extension leaves out (RFC 7692).
+    return (encoder.compress(data) + encoder.flush(zlib.Z_SYNC_FLUSH))[:-4]
+
+
+class SharedDeflateFactory(ServerPerMessageDeflateFactory):
+    def __init__(self) -> None:
+        super().__init__(
+            server_no_context_takeover=True,
+            server_max_window_bits=WINDOW_BITS,
+            client_max_window_bits=WINDOW_BITS,
+            compress_settings=COMPRESS_SETTINGS,
+        )
+
+    def process_request_params(self, params: Any, accepted_extensions: Any) -> tuple[list, PerMessageDeflate]:
+        response, extension = super().process_request_params(params, accepted_extensions)
+        shared = SharedDeflate(
+            extension.remote_no_context_takeover,
+            extension.local_no_context_takeover,
+            extension.remote_max_window_bits,
+            extension.local_max_window_bits,
+            COMPRESS_SETTINGS,
+        )
+        return response, shared
+
+
+class WebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's websockets protocol with two changes:
+
+    - a handshake the websockets library refuses before it is parsed (a request line
+      over 8 KiB, e.g. a huge `?share=`) gets its 414 answer: uvicorn builds it but
+      never sends it, leaving the client waiting on an open connection (not reported
+      upstream as of 2026-11; the nearest is uvicorn PR #3138, on the handshake's
+      state after a denial on websockets-sansio);
+    - permessage-deflate compresses each message once for all sockets (SharedDeflate).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.config.ws_per_message_deflate:
+            self.conn = ServerProtocol(
+                extensions=[SharedDeflateFactory()],
+                max_size=self.config.ws_max_size,
+                logger=logging.getLogger("uvicorn.error"),
+            )
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if not self.handshake_initiated and self.conn.handshake_exc is not None:
+            self.transport.write(b"".join(self.conn.data_to_send()))
+            self.transport.close()
+
+
+def untested_versions() -> dict[str, str]:
+    """The server libraries installed in versions other than the tested ones."""
+    installed = {"uvicorn": uvicorn.__version__, "websockets": websockets.version.version}
+    return {name: version for name, version in installed.items() if version != TESTED_VERSIONS[name]}
+
+
+def websocket_protocol() -> str:
+    untested = untested_versions()
+    if not untested:
+        return "todoweb.runtime.server:WebSocketProtocol"
+    logging.getLogger(__name__).warning(
+        "%s: not the versions todoweb's websocket protocol was tested with (%s); serving with uvicorn's own "
+        "(live frames are compressed once per socket, not once for all)",
+        ", ".join(f"{name} {version}" for name, version in untested.items()),
+        ", ".join(f"{name} {version}" for name, version in TESTED_VERSIONS.items()),
+    )
+    return "websockets-sansio"
+
+
+def tuned_application() -> Any:
+    """The ASGI application, in each server process, with the process tuned for it."""
+    from todoweb.asgi import application
+
+    # The event loop (HTTP, websocket fan-out) and the database threads share the
+    # GIL. A thread that wants it waits out the holder's switch interval (5 ms by
+    # default) at each hand-over, and a write hands over several times: with 1,000
+    # watchers on the loop, 1 ms cut the write answers' p99 from 165-169 ms to
+    # 120-142 ms (bench/fanout.py).
+    sys.setswitchinterval(0.001)
+    # What the process loaded to start (Django, the apps, the URL resolvers: 165,000
+    # objects) lives as long as it does: keep it out of the garbage collector's full
+    # collections, which otherwise re-examine it every time and stop the process for
+    # ~90 ms more on a 2-core machine (with 1,000 sockets open, 300 ms instead of 200 ms).
+    gc.freeze()
+    return application
+
+
+def serve(*, host: str, port: int, workers: int = 1, log_level: str = "info") -> None:
+    uvicorn.run(
+        "todoweb.runtime.server:tuned_application",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        ws=websocket_protocol(),
+        lifespan="off",
+        log_level=log_level,
+        # Behind a proxy: client addresses and the scheme from X-Forwarded-*, trusted
+        # from the addresses in FORWARDED_ALLOW_IPS (uvicorn's own variable).
+        proxy_headers=True,
+        forwarded_allow_ips=os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
+    )

@@ -1,0 +1,46 @@
+"""The three routes into an agent's write path, the tool endpoint, the agents' hooks
+and the MCP server, meet here: on a database thread the token and the session are
+read (in one query, unless the route checked the token already), the token checked,
+and the call recorded (writes.record); back on the event loop, its live frames are
+published."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+from todoweb.live import events
+from todoweb.models import ApiToken
+from todoweb.runtime.database import in_database_thread
+from todoweb.web.auth import check_token, require_write, token_digest
+from todoweb.writes import sql
+from todoweb.writes.record import CallRequest, Recorded, record
+
+
+async def record_call(request: HttpRequest, call: CallRequest) -> Recorded:
+    """Record `call` with the request's token (a write token of the session's project)."""
+    found_by = token_digest(request)
+    recorded = await in_database_thread(record_with_token, request, call, found_by)
+    await events.asend(recorded.frames)
+    return recorded
+
+
+async def record_call_of(token: ApiToken, call: CallRequest) -> Recorded:
+    """Record `call` for a token its route has checked already (the MCP server checks
+    it once per request, before the SDK reads the message)."""
+    recorded = await in_database_thread(record_for_project, token, call)
+    await events.asend(recorded.frames)
+    return recorded
+
+
+def record_for_project(token: ApiToken, call: CallRequest) -> Recorded:
+    require_write(token)
+    row = sql.session_row(token.project, call.session_key, idempotency_key=call.key)
+    return record(token.project, call, row)
+
+
+def record_with_token(request: HttpRequest, call: CallRequest, found_by: str) -> Recorded:
+    # The token and the session in one query: a round trip fewer per call.
+    token, row = sql.token_and_session(found_by, call.session_key, idempotency_key=call.key)
+    token = check_token(request, token, found_by)
+    require_write(token)
+    return record(token.project, call, row)
