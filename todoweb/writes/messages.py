@@ -23,34 +23,42 @@ from todoweb.reads import messages_data
 from todoweb.writes.sql import SessionRow
 
 
-def untold(row: SessionRow) -> edits.Unseen | None:
-    """What people told the agent that it has not heard yet (None: nothing)."""
+def untold(row: SessionRow, seen: list[dict[str, Any]] | None = None) -> edits.Unseen | None:
+    """What people told the agent that it has not heard yet (None: nothing). `seen`:
+    `seen_before_edits(session)`, when the caller has it already."""
     session = row.session
     if session.pk is None or session.last_message <= session.told_message:
         return None
     notes = Message.objects.filter(session=session, id__gt=session.told_message, id__lte=session.last_message)
     notes = [text for text in notes.values_list("text", flat=True) if text]
-    seen: list[dict[str, Any]] = []
-    changes: list[edits.Edit] = []
-    if session.agent_revision < session.revision:
-        # The plan moved since the agent last saw it: people's edits.
-        seen = (
-            Revision.objects.filter(session=session, number=session.agent_revision)
-            .values_list("todos", flat=True)
-            .first()
-            or []
-        )
-        changes = edits.between(seen, row.current.todos if row.current else [])
-    return edits.Unseen(seen, changes, notes)
+    if seen is None:
+        seen = seen_before_edits(session)
+    changes = edits.between(seen, row.current.todos if row.current else []) if seen is not None else []
+    return edits.Unseen(seen or [], changes, notes)
 
 
-def tell(row: SessionRow, route: str) -> events.Frames | None:
+def seen_before_edits(session: Session) -> list[dict[str, Any]] | None:
+    """The plan as the agent last saw it in a todo tool's answer, when people edited it
+    since (None: the agent's side saw the current plan). An edit told only as context
+    beside another tool's result (a hook, the channel) leaves the agent's next whole
+    list to be merged with it: that list may have been made before the notice came."""
+    if session.pk is None or session.agent_revision >= session.revision:
+        return None
+    return (
+        Revision.objects.filter(session=session, number=session.agent_revision).values_list("todos", flat=True).first()
+        or []
+    )
+
+
+def tell(row: SessionRow, route: str, *, shows_plan: bool = False) -> events.Frames | None:
     """Mark what the session's agent had not heard as told, by `route`, if no other call
     told it since the session was read; the frames that show it on the board (None:
-    another call tells it)."""
+    another call tells it). `shows_plan`: the answer is a todo tool's, which shows the
+    agent the whole current plan (its next list is its own, not merged)."""
     session = row.session
+    seen = {"agent_revision": Greatest(F("agent_revision"), session.revision)} if shows_plan else {}
     claimed = Session.objects.filter(pk=session.pk, told_message=session.told_message).update(
-        told_message=session.last_message, agent_revision=Greatest(F("agent_revision"), session.revision)
+        told_message=session.last_message, **seen
     )
     if claimed != 1:
         return None

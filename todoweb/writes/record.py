@@ -124,16 +124,17 @@ def record_once(project: Project, request: CallRequest, dialect: Dialect, row: S
             data=plan_data(session, row.current),
         )
     outcome = run_dialect(dialect, call, row, project)
-    unseen = messages.untold(row)
+    seen = messages.seen_before_edits(session)
+    unseen = messages.untold(row, seen)
     reply_style = request.reply_style or project.reply_style
     if outcome.items is None:
         return read_answer(row, request, dialect, outcome, reply_style, unseen)
 
     previous = row.current.todos if row.current else []
     items, merged = outcome.items, False
-    if unseen and unseen.edits and not outcome.patched:
+    if seen is not None and not outcome.patched:
         # A whole list made without seeing people's edits: merged with them, not undoing them.
-        items, merged = merge(unseen.seen, previous, outcome.items), True
+        items, merged = merge(seen, previous, outcome.items), True
     change = Change(
         items=items,
         tool=call.tool,
@@ -215,7 +216,7 @@ def read_answer(
         session = get_or_create_session(session.project, session.key)
     data = plan_data(session, row.current)
     output = outcome.native if reply_style == "native" else text.checklist(data, newly_dropped=[], wrote=False)
-    frames = messages.tell(row, request.route) if unseen else None
+    frames = messages.tell(row, request.route, shows_plan=True) if unseen else None
     notice = unseen.notice(data["todos"], dialect) if unseen and frames is not None else None
     answer = answers.answer(request.call, dialect.NAME, output, orjson.dumps(data), outcome.extra, notice=notice)
     return Recorded(answer, frames or [])
