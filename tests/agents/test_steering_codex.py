@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from tests.agents.conftest import failure_context
 from tests.agents.fake_model import Call, Script, Turn
 from tests.agents.fake_openai_responses import FakeOpenAIResponses, offered_tools, tool_results
 from tests.agents.steering import BEFORE, CHECKOUT, CHECKOUT_MARK, EDIT_NOTICE, edit_before_turn_1, messages
-from tests.agents.test_codex import FUNCTION_MODEL, UPDATE_PLAN_RECIPE, codex, config, run_codex  # noqa: F401
+from tests.agents.test_codex import CODEX, FUNCTION_MODEL, UPDATE_PLAN_RECIPE, config, run_codex
 
 # The docs/agents.md steering recipe (~/.codex/hooks.json), verbatim.
 STEERING_HOOK = {
@@ -37,6 +39,11 @@ STEERING_HOOK = {
     }
 }
 SHELL = "exec_command"
+
+
+@pytest.fixture(scope="module")
+def codex(install_cli):
+    return install_cli(*CODEX)
 
 
 def test_a_persons_edit_reaches_codexs_model_with_the_next_tool_call_of_any_kind(

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.agents.cli_support import DONE, at, merged
 from tests.agents.conftest import failure_context
 from tests.agents.fake_gemini import FakeGemini, tool_results
 from tests.agents.fake_model import Call, Script, Turn
-from tests.agents.steering import BEFORE, CHECKOUT, CHECKOUT_MARK, EDIT_NOTICE, edit_before_turn_1, messages
 from tests.agents.harness import run_cli
-from tests.agents.test_gemini_cli import MODEL, OFFLINE, POLICY, PROMPT, gemini  # noqa: F401 - fixture
+from tests.agents.steering import BEFORE, CHECKOUT, CHECKOUT_MARK, EDIT_NOTICE, edit_before_turn_1, messages
+from tests.agents.test_gemini_cli import GEMINI_CLI, MODEL, OFFLINE, POLICY, PROMPT
 
 # The docs/agents.md steering recipe (~/.gemini/settings.json), verbatim but for the address.
 STEERING_HOOK = {
@@ -40,6 +42,11 @@ STEERING_HOOK = {
 # Headless, the model gets only the tools a policy allows: the recipe's policy, and
 # read_file for the test's call of another kind.
 READ_POLICY = POLICY + '\n[[rule]]\ntoolName = "read_file"\ndecision = "allow"\npriority = 100\n'
+
+
+@pytest.fixture(scope="module")
+def gemini(install_cli):
+    return install_cli(*GEMINI_CLI)
 
 
 def run_gemini(gemini, settings, fake, agent_env, token, todoweb, agent_home, workdir, tmp_path):

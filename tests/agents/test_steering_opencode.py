@@ -14,14 +14,21 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.agents.cli_support import DONE
 from tests.agents.conftest import failure_context
 from tests.agents.fake_model import Call, Script, Turn
 from tests.agents.fake_openai_chat import FakeOpenAIChat, tool_results
 from tests.agents.steering import BEFORE, CHECKOUT, CHECKOUT_MARK, EDIT_NOTICE, edit_before_turn_1, messages
-from tests.agents.test_opencode import OFFLINE_CONFIG, events_of, final_text, opencode, provider, run_opencode, todos  # noqa: F401
+from tests.agents.test_opencode import OFFLINE_CONFIG, OPENCODE, events_of, final_text, provider, run_opencode, todos
 
 STEERING_PLUGIN = Path(__file__).with_name("opencode_steering_plugin.js")
+
+
+@pytest.fixture(scope="module")
+def opencode(install_cli):
+    return install_cli(*OPENCODE)
 
 
 def test_a_persons_edit_reaches_opencodes_model_with_the_next_tool_call_of_any_kind(

@@ -8,20 +8,14 @@ hook's answer and appends it to that tool's result for the model, whatever the t
 
 from __future__ import annotations
 
+import pytest
+
 from tests.agents.cli_support import DONE, at, merged
 from tests.agents.fake_model import Call, Script, Turn
 from tests.agents.fake_openai_chat import FakeOpenAIChat, tool_results
 from tests.agents.steering import BEFORE, CHECKOUT, CHECKOUT_MARK, EDIT_NOTICE, edit_before_turn_1, messages
-from tests.agents.test_qwen_code import (  # noqa: F401 - fixtures
-    AUTH,
-    OFFLINE,
-    context_of,
-    internet_trap,
-    qwen,
-    result_of,
-    run_qwen,
-    todos,
-)
+from tests.agents.test_qwen_code import AUTH, OFFLINE, QWEN_CODE, context_of, result_of, run_qwen, todos
+from tests.agents.tunnel_trap import TunnellingTrap
 
 # The docs/agents.md steering recipe (~/.qwen/settings.json), verbatim but for the address.
 STEERING_HOOK = {
@@ -42,6 +36,20 @@ STEERING_HOOK = {
         ]
     }
 }
+
+
+@pytest.fixture(scope="module")
+def qwen(install_cli):
+    return install_cli(*QWEN_CODE)
+
+
+@pytest.fixture
+def internet_trap():
+    """test_qwen_code's: the trap that also passes loopback CONNECTs on (Qwen Code sends
+    every request through the proxy)."""
+    trap = TunnellingTrap().start()
+    yield trap
+    trap.stop()
 
 
 def test_a_persons_edit_reaches_qwen_codes_model_with_the_next_tool_call_of_any_kind(
