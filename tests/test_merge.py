@@ -231,7 +231,7 @@ def test_the_merged_revision_is_the_agents_and_tells_the_person_their_edit_was_k
     assert data["warnings"] == []  # nothing for the model to undo or fix
     (message,) = api.get("/api/v1/sessions/m1/messages").json()["messages"]
     assert (message["kind"], message["revision"], message["state"], message["kept_in"]) == ("edit", 2, "kept", 3)
-    assert message["told_via"] == "tool call"
+    assert message["told_via"] == "tool endpoint"
 
 
 # --- The merge itself --------------------------------------------------------------

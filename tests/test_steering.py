@@ -145,3 +145,25 @@ def test_a_note_must_say_something_within_the_limit(api, text):
 def test_a_read_token_cannot_leave_a_note(read_api, api):
     started(api)
     assert read_api.post(f"/api/v1/sessions/{SESSION_ID}/messages", {"text": "hi"}).status_code == 403
+
+
+def test_a_stale_list_after_a_hook_told_the_edit_is_merged_with_it(api):
+    """A hook tells the edit beside another tool's result, but the agent's next whole
+    list may have been made before (the same turn): it is merged, not taken as is.
+    Only a todo tool's answer shows the agent the plan; its next list is its own."""
+    started(api)
+    reworded(api)
+    assert "hookSpecificOutput" in api.post("/api/v1/hooks/claude-code", hook()).json()
+    stale = [dict(TODOS[0], status="completed"), dict(TODOS[1], status="in_progress")]
+    api.call(SESSION_ID, "TodoWrite", {"todos": stale})
+    todos = api.get(f"/api/v1/sessions/{SESSION_ID}").json()["todos"]
+    assert [(t["content"], t["status"]) for t in todos] == [
+        ("Write the fix and its test", "completed"),
+        ("Run the tests", "in_progress"),
+    ]
+    (message,) = messages(api)
+    assert (message["state"], message["kept_in"]) == ("kept", 3)
+    # The answer showed the merged plan: the agent's next list is taken as written.
+    api.call(SESSION_ID, "TodoWrite", {"todos": stale})
+    todos = api.get(f"/api/v1/sessions/{SESSION_ID}").json()["todos"]
+    assert [t["content"] for t in todos] == ["Write the fix", "Run the tests"]

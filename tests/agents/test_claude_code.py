@@ -356,9 +356,10 @@ def test_a_persons_edit_on_the_board_reaches_claude_codes_model(
         assert tool_results(turns[2])[0]["text"].startswith(EDIT_NOTICE), context
     [revisions] = recorded(todoweb, token).values()
     assert [(r["revision"], r["author"]) for r in revisions] == [(1, "agent"), (2, "user"), (3, "agent")], context
-    # The agent's second call still said "Fix the bug", not having seen the edit: the
-    # edit is merged into it (the agent's progress, the person's wording).
+    # The agent's second call still said "Fix the bug", made without seeing the edit: todoweb
+    # merged it, so the person's wording stays, with the agent's progress.
     assert steps(revisions[2]["todos"]) == [
         ("Read the code", "completed"),
         ("Fix the bug and add a regression test", "in_progress"),
     ], context
+    assert revisions[2]["warnings"] == [], context

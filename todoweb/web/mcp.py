@@ -106,7 +106,9 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     call = ToolCall("plain", params.name, None, arguments, dialect=dialect)
     reply = query(ctx, "reply")
     try:
-        write = CallRequest(check_key(key), call, reply_style=reply if reply in ("checklist", "native") else None)
+        write = CallRequest(
+            check_key(key), call, reply_style=reply if reply in ("checklist", "native") else None, route="MCP"
+        )
         answer = (await record_call_of(token, write)).answer
     except TodowebError as error:
         return tool_error(error.message)

@@ -53,7 +53,7 @@ class CallRequest:
     expected_revision: int | None = None  # If-Match: the call applies only to this revision
     parent_key: str | None = None  # the session this one is a subagent of (created if needed)
     default_title: str | None = None  # the session's title if it has none (a hook's folder)
-    route: str = "tool call"  # how the call came, as the board says what told the agent
+    route: str = "tool call"  # how the call came (tool endpoint, MCP, a hook), as the board says what told the agent
 
     @property
     def key(self) -> str | None:
@@ -162,6 +162,9 @@ def record_once(project: Project, request: CallRequest, dialect: Dialect, row: S
     frames = revisions.append(new)
     if unseen:
         frames += messages.mark_told(session, after=told, upto=session.last_message, route=request.route)
+    elif seen is not None:
+        # The first write of the agent's after people's edits (told already): they are kept in it.
+        frames += messages.messages_frames(session)
     return Recorded(answer, frames)
 
 

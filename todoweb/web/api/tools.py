@@ -140,6 +140,7 @@ async def post_tool_call(
             reply_style=reply,
             idempotency_key=idempotency_key(request),
             expected_revision=expected_revision(request, body),
+            route="tool endpoint",
         )
         recorded = await record_call(request, write)
     except Exception as error:
