@@ -206,7 +206,7 @@ function applySnapshot(event) {
     announce(event);
   }
   updateTimeline();
-  steering.revisionChanged();
+  steering.revisionArrived(event);
   // A missed revision (a reconnect, a dropped backlog) means the history has a gap.
   if (!chart.history.add(event) || !chart.history.loaded) loadHistory();
   chart.update({ data: event, cursor: replaying ? shownRevision : event.revision });

@@ -358,10 +358,13 @@ export function setupSteering({ config, onJump, latestRevision }) {
   }
 
   // A fresh read of both lists (after a reconnect: frames sent while away are lost).
-  let refreshing = false;
+  let refreshing = null;
   async function refresh() {
-    if (refreshing) return;
-    refreshing = true;
+    if (refreshing) {
+      refreshing.again = true;
+      return;
+    }
+    refreshing = { again: false };
     try {
       const response = await fetch(config.steeringUrl, {
         headers: { Accept: "application/json" },
@@ -375,8 +378,18 @@ export function setupSteering({ config, onJump, latestRevision }) {
     } catch {
       // The next frame brings both lists whole.
     } finally {
-      refreshing = false;
+      const again = refreshing.again;
+      refreshing = null;
+      if (again) refresh();
     }
+  }
+
+  // A new revision of the agent's keeps the edits made before it; no event says so
+  // when the edit was told by another route (a hook, the channel): read the list again.
+  function revisionArrived(data) {
+    renderMessages();
+    const keeps = (m) => m.kind === "edit" && m.state !== "kept" && m.revision < data.revision;
+    if (data.author === "agent" && messages.some(keeps)) refresh();
   }
 
   function tick(now) {
@@ -395,6 +408,6 @@ export function setupSteering({ config, onJump, latestRevision }) {
     refresh,
     tick,
     // The plan moved on: a "kept in revision N" may now be one the slider reaches.
-    revisionChanged: renderMessages,
+    revisionArrived,
   };
 }

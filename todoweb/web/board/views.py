@@ -321,9 +321,23 @@ def question_deciders(request: HttpRequest, session: Session, questions: list[di
     return {str(pk): "you" if by == me else by for pk, by in rows.values_list("pk", "decided_by")}
 
 
-def message_view(message: dict[str, Any]) -> dict[str, Any]:
+def message_view(message: dict[str, Any], now: datetime) -> dict[str, Any]:
     """A message with the times its partial shows as "… ago"."""
-    return message | {"at_time": parse_time(message["at"]), "told_time": parse_time(message["told_at"])}
+    return message | {"at_ago": time_ago(message["at"], now), "told_ago": time_ago(message["told_at"], now)}
+
+
+def time_ago(iso: str | None, now: datetime) -> str:
+    """'just now', '12s ago', '3 min ago', '2 h ago', '4 d ago': as live.js's timeAgo says it."""
+    moment = parse_time(iso)
+    if moment is None:
+        return ""
+    seconds = max(0, round((now - moment).total_seconds()))
+    if seconds < 10:
+        return "just now"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{seconds}s ago"
 
 
 def question_view(question: dict[str, Any], by: str, now: datetime) -> dict[str, Any]:
@@ -335,7 +349,7 @@ def question_view(question: dict[str, Any], by: str, now: datetime) -> dict[str,
     left = f" · {countdown((expires - now).total_seconds())} left to answer" if state == "open" and expires else ""
     return question | {
         "shown_state": state,
-        "at_time": parse_time(question["at"]),
+        "at_ago": time_ago(question["at"], now),
         "title": "The agent asks you to approve its plan"
         if question["kind"] == "plan"
         else f"The agent asks to use {question['tool'] or 'a tool'}",
@@ -395,7 +409,7 @@ def panel_page(
             "export_md": f"{base}export.md{query}",
             "children": [session_summary(c) for c in session.children.filter(archived_at__isnull=True)],
             # People's messages to the agent and its questions to them (each also live).
-            "messages": [message_view(m) for m in messages],
+            "messages": [message_view(m, now) for m in messages],
             # Newest first: the question waiting for an answer is on top.
             "questions": [question_view(q, deciders.get(str(q["id"]), ""), now) for q in reversed(questions)],
             "config": {
