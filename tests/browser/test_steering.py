@@ -20,7 +20,9 @@ pytestmark = pytest.mark.browser
 PLAN = [("Read the issue", "completed"), ("Write the fix", "in_progress"), ("Run the tests", "pending")]
 PLAN_TEXT = "# Plan\n1. Reproduce the bug\n2. Fix it\n3. Add a regression test"
 ROUTE = "<b>hook</b> 🚀 通道 \u202e"
-HOSTILE = '<img src=x onerror="window.pwned=1"> <script>window.pwned=2</script> 🚀 修复错误 \u0007bell \u202eevil &amp; done'
+HOSTILE = (
+    '<img src=x onerror="window.pwned=1"> <script>window.pwned=2</script> 🚀 修复错误 \u0007bell \u202eevil &amp; done'
+)
 
 
 @pytest.fixture
@@ -149,9 +151,7 @@ def test_a_member_messages_the_agent_and_every_watcher_sees_it_waiting(page_for,
     reply = agent.todo_write("note", PLAN)["reply"]["content"]
     assert "The user's note: Use the staging database" in reply
     for each in (page, watcher):
-        expect(message_item(each, "Use the staging database").locator(".message-state")).to_have_text(
-            told("tool call")
-        )
+        expect(message_item(each, "Use the staging database").locator(".message-state")).to_have_text(told("tool call"))
     assert page.errors == [] and watcher.errors == []
 
 
@@ -172,9 +172,7 @@ def test_the_message_box_says_what_is_wrong_next_to_it(page_for, agent, member):
 
     box.fill("字" * 2001)
     send.click()
-    expect(status).to_have_text(
-        "Your message is 2,001 characters long: at most 2,000 fit. Shorten it and send again."
-    )
+    expect(status).to_have_text("Your message is 2,001 characters long: at most 2,000 fit. Shorten it and send again.")
     expect(box).to_have_value("字" * 2001)  # kept, to be shortened
     box.press("Backspace")
     expect(status).to_have_text("")  # typing clears the complaint
@@ -236,7 +234,9 @@ def test_members_approve_and_deny_with_feedback_and_each_sees_the_others_answer(
     waited = agent.http.get(f"/api/v1/sessions/ask/questions/{plan['id']}?wait=0").json()
     assert (waited["state"], waited["feedback"]) == ("allowed", "Keep the fix small")
 
-    tool = ask(agent, "ask", kind="permission", tool_name="Bash", text="Delete build/", detail='{"command": "rm -rf build"}')
+    tool = ask(
+        agent, "ask", kind="permission", tool_name="Bash", text="Delete build/", detail='{"command": "rm -rf build"}'
+    )
     asked = question_item(other, tool["id"])
     expect(asked.locator(".question-title")).to_have_text("The agent asks to use Bash")
     expect(asked.locator(".question-detail")).to_have_text('{"command": "rm -rf build"}')
