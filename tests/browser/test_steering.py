@@ -7,6 +7,7 @@ names), hostile text shown as text, and a phone's width."""
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -291,6 +292,38 @@ def test_a_question_nobody_answers_in_time_says_the_agents_own_prompt_asked(page
         "No answer in time: the agent's own prompt asked instead."
     )
     assert page.errors == []
+
+
+def steer_while_away(api, key: str) -> None:
+    """A note and a question, through the API in-process (the live server is down)."""
+    from django.db import connection
+
+    try:
+        assert api.post(f"/api/v1/sessions/{key}/messages", {"text": "Written while you were away"}).status_code == 201
+        assert api.post(f"/api/v1/sessions/{key}/questions", {"kind": "plan", "text": PLAN_TEXT}).status_code == 201
+    finally:
+        connection.close()
+
+
+def test_after_a_reconnect_the_panel_shows_what_changed_while_it_was_away(page_for, agent, member, asgi_server, api):
+    from channels.layers import channel_layers
+
+    agent.todo_write("away", PLAN)
+    page = page_for(member)
+    open_panel(page, "away")
+    asgi_server.stop()
+    expect(page.locator("#panel")).to_have_attribute("data-connection", "reconnecting")
+    channel_layers.backends.clear()  # the restarted server's layer: the events are lost
+    with ThreadPoolExecutor(1) as pool:  # a thread of its own: this one carries Playwright's loop
+        pool.submit(steer_while_away, api, "away").result()
+    asgi_server.start()
+
+    expect(page.locator("#panel")).to_have_attribute("data-connection", "live", timeout=10000)
+    expect(message_item(page, "Written while you were away").locator(".message-state")).to_have_text(
+        "waiting for the agent"
+    )
+    expect(page.locator("#questions .question.state-open .question-text")).to_have_text(PLAN_TEXT)
+    expect(page.get_by_role("button", name="Approve plan")).to_be_visible()
 
 
 # --- Who sees what ---
