@@ -1,6 +1,7 @@
 // The session panel: server-rendered first, then kept live from /ws/sessions/<id>/.
 // Revisions only go forward; the scrubber replays older ones, and moves the cursor on
-// the timeline chart. Members also act from here (panel_actions.js, panel_editor.js);
+// the timeline chart. Members also act from here (panel_actions.js, panel_editor.js)
+// and steer the agent (panel_steering.js: messages, notes, answers to its questions);
 // a share link's holder gets neither the controls nor their URLs.
 import {
   LiveSocket,
@@ -16,6 +17,7 @@ import {
 } from "./live.js";
 import { setupSessionActions } from "./panel_actions.js";
 import { PlanEditor } from "./panel_editor.js";
+import { setupSteering } from "./panel_steering.js";
 import { TimelineChart } from "./panel_timeline.js";
 
 const config = readConfig("panel-config");
@@ -204,6 +206,7 @@ function applySnapshot(event) {
     announce(event);
   }
   updateTimeline();
+  steering.revisionArrived(event);
   // A missed revision (a reconnect, a dropped backlog) means the history has a gap.
   if (!chart.history.add(event) || !chart.history.loaded) loadHistory();
   chart.update({ data: event, cursor: replaying ? shownRevision : event.revision });
@@ -274,6 +277,19 @@ liveButton.addEventListener("click", () => {
 });
 $("dropped-all").addEventListener("click", showAllDropped);
 
+// --- Steering: people's messages to the agent, its questions to them ---
+
+const steering = setupSteering({
+  config,
+  latestRevision: () => latest.revision,
+  // "kept in revision N": the checklist replays it, as the slider would.
+  onJump(n) {
+    timeline.value = String(n);
+    replay(n);
+    $("steps-heading").scrollIntoView({ block: "start" });
+  },
+});
+
 // --- What members do (no controls, and no URLs for them, on a share link) ---
 
 const actions = config.actions ? setupSessionActions({ config, current: () => latest.session, onData: applySnapshot }) : null;
@@ -318,6 +334,7 @@ function tick() {
   const updated = $("updated");
   setText(updated, timeAgo(updated.getAttribute("datetime"), now));
   chart.tick(now);
+  steering.tick(now);
 }
 chart.update({ data: latest, cursor: latest.revision });
 if (latest.revision) loadHistory();
@@ -328,9 +345,14 @@ new LiveSocket(config.ws, {
   onMessage(message) {
     if (message.type === "session.snapshot") applySnapshot(message);
     else if (message.type === "session.state") applyState(message);
+    else if (message.type === "session.messages") steering.messages(message.messages);
+    else if (message.type === "session.questions") steering.questions(message.questions);
     else if (message.type === "share.ended") showConnection(panel, $("conn"), "ended");
-    // The first message on every connection is the current snapshot.
+    // The first message on every connection is the current snapshot. The lists of
+    // messages and questions come only when they change: read them again on each
+    // connection, for what changed since the page was made or while away.
     if (panel.dataset.connection !== "live" && message.type === "session.snapshot") {
+      steering.refresh();
       showConnection(panel, $("conn"), "live");
     }
   },

@@ -9,6 +9,7 @@ session's project (staff: any), or anyone holding a valid share link
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from functools import wraps
 from typing import Any
@@ -19,12 +20,13 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import render
+from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from todoweb import plan
-from todoweb.models import MAX_REVISION, Revision, Session
+from todoweb.models import MAX_REVISION, Question, Revision, Session
 from todoweb.plan.steps import MARKERS
 from todoweb.reads import (
     DASHBOARD_LIMIT,
@@ -294,14 +296,102 @@ def share_query(share: str | None) -> str:
 @never_cache
 @for_viewer
 def session_panel(request: HttpRequest, session: Session, share: str | None) -> HttpResponse:
-    data = current_data(session)
-    messages, questions = messages_data(session), questions_data(session)
-    base = session.get_absolute_url()
-    query = share_query(share)
+    """The panel; asked for JSON (`Accept: application/json`), people's messages to the
+    agent and its questions as they stand (the page reads them again after a reconnect)."""
     # Members act from the panel; a share link's holder only watches.
     can_act = share is None
-    for_members = {"actions": action_urls(session), "csrfToken": get_token(request)} if can_act else {}
-    response = render(
+    messages, questions = messages_data(session), questions_data(session)
+    deciders = question_deciders(request, session, questions) if can_act else {}
+    if request.headers.get("Accept", "").startswith("application/json"):
+        response: HttpResponse = JsonResponse({"messages": messages, "questions": questions, "deciders": deciders})
+    else:
+        response = panel_page(request, session, share, messages, questions, deciders)
+    patch_vary_headers(response, ["Accept"])
+    # The share token is in the URL: keep it out of Referer headers.
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+def question_deciders(request: HttpRequest, session: Session, questions: list[dict[str, Any]]) -> dict[str, str]:
+    """Who answered each decided question ("you": this user), for members only: a share
+    link's holder sees no member's name."""
+    decided = [q["id"] for q in questions if q["state"] in ("allowed", "denied")]
+    rows = Question.objects.filter(session=session, pk__in=decided).exclude(decided_by="")
+    me = request.user.get_username()
+    return {str(pk): "you" if by == me else by for pk, by in rows.values_list("pk", "decided_by")}
+
+
+def message_view(message: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """A message with the times its partial shows as "… ago"."""
+    return message | {"at_ago": time_ago(message["at"], now), "told_ago": time_ago(message["told_at"], now)}
+
+
+def time_ago(iso: str | None, now: datetime) -> str:
+    """'just now', '12s ago', '3 min ago', '2 h ago', '4 d ago': as live.js's timeAgo says it."""
+    moment = parse_time(iso)
+    if moment is None:
+        return ""
+    seconds = max(0, round((now - moment).total_seconds()))
+    if seconds < 10:
+        return "just now"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{seconds}s ago"
+
+
+def question_view(question: dict[str, Any], by: str, now: datetime) -> dict[str, Any]:
+    """A question with the words its partial shows (panel_steering.js says the same)."""
+    expires = parse_time(question["expires_at"])
+    state = "expired" if question["state"] == "open" and expires is not None and expires <= now else question["state"]
+    allowed = "approved" if question["kind"] == "plan" else "allowed"
+    who = f" by {by}" if by else ""
+    left = f" · {countdown((expires - now).total_seconds())} left to answer" if state == "open" and expires else ""
+    return question | {
+        "shown_state": state,
+        "at_ago": time_ago(question["at"], now),
+        "title": "The agent asks you to approve its plan"
+        if question["kind"] == "plan"
+        else f"The agent asks to use {question['tool'] or 'a tool'}",
+        "badge": {"open": "waiting for an answer", "allowed": allowed}.get(state, state),
+        "outcome": {
+            "allowed": f"{allowed.capitalize()}{who}.",
+            "denied": f"Denied{who}.",
+            "expired": "No answer in time: the agent's own prompt asked instead.",
+        }.get(state, ""),
+        "left": left,
+    }
+
+
+def countdown(seconds: float) -> str:
+    """'4:05', '1:02:03': what is left (never below 0:00)."""
+    total = max(0, math.ceil(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def parse_time(iso: str | None) -> datetime | None:
+    return plan.parse_iso(iso.replace("Z", "+00:00")) if iso else None
+
+
+def panel_page(
+    request: HttpRequest,
+    session: Session,
+    share: str | None,
+    messages: list[dict[str, Any]],
+    questions: list[dict[str, Any]],
+    deciders: dict[str, str],
+) -> HttpResponse:
+    data = current_data(session)
+    base = session.get_absolute_url()
+    query = share_query(share)
+    can_act = share is None
+    for_members = (
+        {"actions": action_urls(session), "csrfToken": get_token(request), "deciders": deciders} if can_act else {}
+    )
+    now = timezone.now()
+    return render(
         request,
         "session.html",
         {
@@ -319,8 +409,9 @@ def session_panel(request: HttpRequest, session: Session, share: str | None) -> 
             "export_md": f"{base}export.md{query}",
             "children": [session_summary(c) for c in session.children.filter(archived_at__isnull=True)],
             # People's messages to the agent and its questions to them (each also live).
-            "messages": messages,
-            "questions": questions,
+            "messages": [message_view(m, now) for m in messages],
+            # Newest first: the question waiting for an answer is on top.
+            "questions": [question_view(q, deciders.get(str(q["id"]), ""), now) for q in reversed(questions)],
             "config": {
                 "ws": f"/ws/sessions/{session.public_id}/{query}",
                 "revisionUrl": f"{base}revisions/{{n}}.json{query}",
@@ -332,13 +423,11 @@ def session_panel(request: HttpRequest, session: Session, share: str | None) -> 
                 "initial": data,
                 "messages": messages,
                 "questions": questions,
+                "steeringUrl": f"{base}{query}",
             }
             | for_members,
         },
     )
-    # The share token is in the URL: keep it out of Referer headers.
-    response["Referrer-Policy"] = "no-referrer"
-    return response
 
 
 def decorate(todos: list[dict[str, Any]]) -> list[dict[str, Any]]:
