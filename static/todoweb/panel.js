@@ -351,9 +351,9 @@ new LiveSocket(config.ws, {
     // The first message on every connection is the current snapshot. The lists of
     // messages and questions come only when they change: read them again on each
     // connection, for what changed since the page was made or while away.
+    // The page says it is live once both lists are read too.
     if (panel.dataset.connection !== "live" && message.type === "session.snapshot") {
-      steering.refresh();
-      showConnection(panel, $("conn"), "live");
+      steering.refresh().finally(() => showConnection(panel, $("conn"), "live"));
     }
   },
   onStatus(status) {
