@@ -21,7 +21,11 @@ URL_MAX_CHARS = 2000
 
 def check_url(url: str) -> str:
     url = url.strip()
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.hostname  # noqa: B018 (an unbalanced [ raises)
+    except ValueError:
+        raise InvalidInput("url: an http or https address is needed", details={"field": "url"}) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInput("url: an http or https address is needed", details={"field": "url"})
     if len(url) > URL_MAX_CHARS:
