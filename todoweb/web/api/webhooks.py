@@ -30,7 +30,11 @@ class NewEndpoint(BaseModel):
         },
     )
 
-    url: str = Field(max_length=endpoints.URL_MAX_CHARS, pattern=r"^\s*[hH][tT][tT][pP][sS]?://", description="http(s)://…, a public address")
+    url: str = Field(
+        max_length=endpoints.URL_MAX_CHARS,
+        pattern=r"^\s*[hH][tT][tT][pP][sS]?://",
+        description="http(s)://…, a public address",
+    )
     events: list[Event] = Field(min_length=1, max_length=len(Event.__args__))
     format: Literal["standard", "slack", "discord"] = "standard"
 
