@@ -2,10 +2,12 @@
 (every event, a receiver on the loopback answering 204) against a project without,
 on one `manage.py serve` process (with its in-process worker delivering), same run.
 
-The load is bench/ingest.py's (10 steps, 64 sessions, 16 connections): one write in
-11 completes its session's plan and each session's first write creates it, so the
-hooked project makes about 3 deliveries per 11 writes, plus 3 per new session, all
-queued in the writes' transactions and delivered meanwhile. Prints both, the ratios
+The load (`--load lifecycle`, the default): 10-step plans over 64 sessions, 16
+connections, each session's plan moving one step per write and completing every 11th
+(bench/wrk/lifecycle.lua): a session.completed per 11 writes and a session.created per
+new session, for each of the 3 endpoints, all queued in the writes' transactions and
+delivered meanwhile. `--load ingest` runs bench/ingest.py's script instead (whose
+writes fall on one session per wrk thread: events only at the start). Prints both, the ratios
 (targets: throughput >= 0.95x, p99 <= 1.1x) and how many deliveries were made and
 delivered by the end.
 
@@ -57,7 +59,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument(
+        "--load",
+        choices=["ingest", "lifecycle"],
+        default="lifecycle",
+        help="ingest: bench/ingest.py's todowrite.lua (its writes land on one session per wrk thread: no events "
+        "after the first); lifecycle: 64 sessions whose plans move on and complete (events all along)",
+    )
     args = parser.parse_args()
+    script = "todowrite.lua" if args.load == "ingest" else "lifecycle.lua"
 
     receiver = Receiver()
     database = fresh_postgres("todoweb_bench_webhooks") if args.database == "postgres" else None
@@ -77,7 +87,7 @@ def main() -> None:
             for token, results, name in ((plain, without, "plain"), (hooked, with_, "hooked")):
                 write_env = {"TODOWEB_TOKEN": token, "ITEMS": "10", "SESSIONS": "64", "RUN": f"{name}{round_}"}
                 results.append(
-                    wrk(url, seconds=args.seconds, connections=args.connections, script="todowrite.lua", env=write_env)
+                    wrk(url, seconds=args.seconds, connections=args.connections, script=script, env=write_env)
                 )
         headers = {"Authorization": f"Bearer {hooked}"}
         hooks = httpx.get(f"{url}/api/v1/webhooks", headers=headers).json()["webhooks"]
@@ -110,7 +120,10 @@ def main() -> None:
             time.sleep(1)
         caught_up = time.monotonic() - started
 
-    print(f"webhooks on {args.database}: {args.connections} connections, TodoWrite of 10 steps over 64 sessions")
+    print(
+        f"webhooks on {args.database}, {args.load} load ({script}): {args.connections} connections, "
+        "TodoWrite of 10 steps over 64 sessions"
+    )
     for n, (a, b) in enumerate(zip(without, with_, strict=True)):
         print(a.line(f"round {n + 1} no endpoints"))
         print(b.line(f"round {n + 1} 3 endpoints"))
