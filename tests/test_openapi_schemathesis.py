@@ -64,6 +64,10 @@ def test_it_honours_its_openapi_schema(case, bearer):
         # Two dialects that share a tool name cannot be given to one model together
         # (a 422 naming them): a rule across values that a pattern cannot state.
         excluded.append(positive_data_acceptance)
+    if case.operation.path == "/api/v1/webhooks" and case.method.upper() == "POST":
+        # Whether an endpoint's address is accepted depends on its host (no private
+        # address, a valid port) and on how many endpoints the project has already.
+        excluded.append(positive_data_acceptance)
     if case.operation.path.endswith("/edits"):
         # Without If-Match an edit is 428 Precondition Required (RFC 6585), which
         # this check does not count among the answers to a missing header.

@@ -1,7 +1,8 @@
-"""The staff console: projects and their policy, tokens, sessions, revisions."""
+"""The staff console: projects and their policy, tokens, sessions, revisions, webhooks."""
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -9,8 +10,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from todoweb.models import ApiToken, Project, Revision, Session, ShareLink
+from todoweb.calls.errors import InvalidInput
+from todoweb.models import ApiToken, Project, Revision, Session, ShareLink, WebhookDelivery, WebhookEndpoint
 from todoweb.reads import state_filter
+from todoweb.webhooks import endpoints as webhook_endpoints
+from todoweb.webhooks import events as webhook_events
 from todoweb.writes.people import session_archive, session_change
 from todoweb.writes.sharing import share_revoke
 from todoweb.writes.tokens import token_revoke
@@ -198,3 +202,118 @@ class ShareLinkAdmin(admin.ModelAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[ShareLink]) -> None:
         count = share_revoke(queryset)
         self.message_user(request, f"Revoked {count} link(s); their open pages are disconnected.")
+
+
+class WebhookEndpointForm(forms.ModelForm):
+    events = forms.MultipleChoiceField(
+        choices=[(event, event) for event in webhook_events.EVENTS], widget=forms.CheckboxSelectMultiple
+    )
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ["project", "url", "events", "format"]
+
+    def clean(self):
+        data = super().clean()
+        try:
+            if data.get("url"):
+                webhook_endpoints.check_url(data["url"])
+        except InvalidInput as error:
+            self.add_error("url", error.message)
+        return data
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(admin.ModelAdmin):
+    form = WebhookEndpointForm
+    list_display = ["url", "project", "format", "events_text", "enabled", "failing_since", "disabled_reason", "log"]
+    list_filter = ["format", "project", ("disabled_at", admin.EmptyFieldListFilter)]
+    search_fields = ["url", "project__slug"]
+    list_select_related = ["project"]
+    readonly_fields = ["created_at", "failing_since", "disabled_at", "disabled_reason", "log"]
+    actions = ["send_test", "enable"]
+
+    def get_fields(self, request: HttpRequest, obj: WebhookEndpoint | None = None) -> list[str]:
+        if obj is None:
+            return ["project", "url", "events", "format"]
+        return ["project", "url", "events", "format", *self.readonly_fields]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: WebhookEndpoint | None = None) -> list[str]:
+        return self.readonly_fields + (["project"] if obj else [])
+
+    @admin.display(description="events")
+    def events_text(self, endpoint: WebhookEndpoint) -> str:
+        return ", ".join(endpoint.events)
+
+    @admin.display(boolean=True)
+    def enabled(self, endpoint: WebhookEndpoint) -> bool:
+        return endpoint.is_enabled
+
+    @admin.display(description="deliveries")
+    def log(self, endpoint: WebhookEndpoint) -> str:
+        url = reverse("admin:todoweb_webhookdelivery_changelist") + f"?endpoint__id__exact={endpoint.pk}"
+        return format_html('<a href="{}">delivery log</a>', url)
+
+    def save_model(self, request: HttpRequest, obj: WebhookEndpoint, form, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            webhook_endpoints.enqueue.changed(obj.project_id)
+            return
+        created = webhook_endpoints.create(
+            obj.project,
+            url=obj.url,
+            wanted=obj.events,
+            fmt=obj.format,
+            site_url=request.build_absolute_uri("/").rstrip("/"),
+        )
+        obj.pk = created.pk
+        # Shown once: signed deliveries need it to be verified.
+        messages.warning(
+            request, f"The endpoint's signing secret (copy it now, it will not be shown again): {created.secret}"
+        )
+
+    def delete_model(self, request: HttpRequest, obj: WebhookEndpoint) -> None:
+        webhook_endpoints.delete(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[WebhookEndpoint]) -> None:
+        for endpoint in queryset:
+            webhook_endpoints.delete(endpoint)
+
+    @admin.action(description="Send a test event")
+    def send_test(self, request: HttpRequest, queryset: QuerySet[WebhookEndpoint]) -> None:
+        for endpoint in queryset:
+            webhook_endpoints.send_test(endpoint)
+        self.message_user(request, f"Queued a test event to {queryset.count()} endpoint(s); see their delivery logs.")
+
+    @admin.action(description="Enable again")
+    def enable(self, request: HttpRequest, queryset: QuerySet[WebhookEndpoint]) -> None:
+        for endpoint in queryset:
+            webhook_endpoints.enable(endpoint)
+        self.message_user(request, f"Enabled {queryset.count()} endpoint(s).")
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    list_display = [
+        "created_at",
+        "endpoint",
+        "event",
+        "status",
+        "attempts",
+        "response_status",
+        "latency_ms",
+        "next_attempt_at",
+        "error",
+    ]
+    list_filter = ["status", "event", "endpoint"]
+    search_fields = ["message_id", "endpoint__url"]
+    list_select_related = ["endpoint__project"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return [f.name for f in WebhookDelivery._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False

@@ -29,12 +29,17 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from todoweb.live.routing import websocket_urlpatterns  # noqa: E402
 from todoweb.live.viewers import ViewerMiddleware  # noqa: E402
 from todoweb.runtime.handlers import http_application, without_nul  # noqa: E402
+from todoweb.webhooks.worker import started_by  # noqa: E402
 
-application = without_nul(
-    ProtocolTypeRouter(
-        {
-            "http": http_application(django_asgi_app),
-            "websocket": AllowedHostsOriginValidator(ViewerMiddleware(URLRouter(websocket_urlpatterns))),
-        }
+# Every process that serves the application delivers webhooks from a thread of its own
+# (started on its first call, once; TODOWEB_WEBHOOK_WORKER=0: not in this process).
+application = started_by(
+    without_nul(
+        ProtocolTypeRouter(
+            {
+                "http": http_application(django_asgi_app),
+                "websocket": AllowedHostsOriginValidator(ViewerMiddleware(URLRouter(websocket_urlpatterns))),
+            }
+        )
     )
 )

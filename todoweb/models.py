@@ -47,6 +47,10 @@ class Project(models.Model):
     max_content_chars = models.PositiveIntegerField(default=2000, validators=[MinValueValidator(1)])
     reply_style = models.CharField(max_length=10, choices=ReplyStyle.choices, default=ReplyStyle.CHECKLIST)
     created_at = models.DateTimeField(default=timezone.now)
+    # Moves on every change of the project's webhook endpoints (0: it never had any). A
+    # write reads it with the token, so a project without endpoints costs no query, and
+    # each process keeps the endpoints of the version it last saw (webhooks.enqueue).
+    webhook_version = models.PositiveIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["slug"]
@@ -304,3 +308,95 @@ class ShareLink(models.Model):
 
     def is_valid_at(self, now: datetime) -> bool:
         return self.revoked_at is None and now < self.expires_at
+
+
+class WebhookEndpoint(models.Model):
+    """Where a project's events are posted (todoweb.webhooks, docs/webhooks.md)."""
+
+    class Format(models.TextChoices):
+        STANDARD = "standard", "standard (JSON, signed per Standard Webhooks)"
+        SLACK = "slack", "slack (Slack and Mattermost incoming webhooks)"
+        DISCORD = "discord", "discord"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=2000)
+    events = models.JSONField(default=list)
+    format = models.CharField(max_length=8, choices=Format.choices, default=Format.STANDARD)
+    # `whsec_` + base64 of 32 random bytes: shown once, kept to sign each delivery.
+    secret = models.CharField(max_length=80, editable=False)
+    # The board's address when the endpoint was made, for the panel links in messages
+    # (TODOWEB_PUBLIC_URL, when set, wins).
+    site_url = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Since when every delivery failed (None: the last one got through).
+    failing_since = models.DateTimeField(null=True, blank=True)
+    disabled_at = models.DateTimeField(null=True, blank=True)
+    disabled_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["project", "id"]
+        verbose_name = "webhook endpoint"
+
+    def __str__(self) -> str:
+        return f"{self.url} ({self.project.slug}, {self.format})"
+
+    @property
+    def is_enabled(self) -> bool:
+        return self.disabled_at is None
+
+
+class WebhookDelivery(models.Model):
+    """One event for one endpoint: its body as of the event, and where its delivery
+    stands (the last attempt's answer, the next attempt)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        FAILED = "failed"  # given up
+
+    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=40)
+    # The webhook-id header: the same on every attempt, so receivers can drop repeats.
+    message_id = models.CharField(max_length=40, unique=True)
+    # One delivery per event per endpoint ("session.completed:<session>:<revision>");
+    # None for test events.
+    dedupe_key = models.CharField(max_length=120, null=True, blank=True)
+    session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    payload = models.JSONField()  # {"type", "timestamp", "data"}
+    status = models.CharField(max_length=9, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    response_status = models.PositiveIntegerField(null=True, blank=True)
+    response_body = models.TextField(blank=True)  # the answer's first characters
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True)  # why the last attempt failed
+    # The queued task that makes the next attempt: only it may (a stray copy does nothing).
+    task_id = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name = "webhook delivery"
+        verbose_name_plural = "webhook deliveries"
+        constraints = [
+            models.UniqueConstraint(fields=["endpoint", "dedupe_key"], name="webhook_delivery_once_per_event"),
+        ]
+        indexes = [
+            models.Index(fields=["endpoint", "-id"]),
+            models.Index(fields=["status", "next_attempt_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.endpoint_id} ({self.status})"
+
+
+class WebhookClock(models.Model):
+    """The recurring check for idle sessions: one row, and one queued task due at
+    `due_at` (a task due at another time is a stray copy and stops)."""
+
+    name = models.CharField(max_length=20, primary_key=True)
+    due_at = models.DateTimeField()
+    swept_upto = models.DateTimeField(null=True, blank=True)  # idle deadlines up to here are checked
+    pruned_at = models.DateTimeField(null=True, blank=True)

@@ -53,6 +53,8 @@ INSTALLED_APPS = [
     "ninja",
     "csp",
     "axes",
+    "django_tasks",
+    "django_tasks_db",
     "todoweb",
 ]
 
@@ -269,6 +271,24 @@ TODOWEB_IDLE_AFTER = env_int("TODOWEB_IDLE_AFTER", 600)  # seconds
 TODOWEB_RATE_LIMIT = env_int("TODOWEB_RATE_LIMIT", 1200)  # requests per token per minute
 TODOWEB_RETENTION_DAYS = env_int("TODOWEB_RETENTION_DAYS", 90)
 TODOWEB_MAX_ITEMS_CAP = 500
+
+# --- Webhooks (todoweb.webhooks, docs/webhooks.md) -------------------------
+
+# The durable queue deliveries wait in: a table of the database (django-tasks-db).
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default", "webhooks"]}}
+# Every server process delivers from a thread of its own; 0 where `manage.py db_worker
+# --queue-name webhooks` runs apart.
+TODOWEB_WEBHOOK_WORKER = env_bool("TODOWEB_WEBHOOK_WORKER", True)
+# Private, loopback and link-local addresses are refused unless this is on.
+TODOWEB_WEBHOOKS_ALLOW_PRIVATE = env_bool("TODOWEB_WEBHOOKS_ALLOW_PRIVATE")
+# The board's address for the links in messages (default: the address the endpoint was made at).
+TODOWEB_PUBLIC_URL = os.environ.get("TODOWEB_PUBLIC_URL", "").rstrip("/")
+# Retries: the first after TODOWEB_WEBHOOK_RETRY_BASE seconds, then twice as long each
+# time (at most 6 hours apart), for TODOWEB_WEBHOOK_RETRY_FOR seconds after the event.
+TODOWEB_WEBHOOK_RETRY_BASE = float(os.environ.get("TODOWEB_WEBHOOK_RETRY_BASE", 30))
+TODOWEB_WEBHOOK_RETRY_FOR = env_int("TODOWEB_WEBHOOK_RETRY_FOR", 24 * 3600)
+# An endpoint whose every delivery failed for this long is disabled.
+TODOWEB_WEBHOOK_DISABLE_AFTER = env_int("TODOWEB_WEBHOOK_DISABLE_AFTER", 3 * 24 * 3600)
 
 # Django refuses larger bodies itself; the API turns that into a 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = TODOWEB_MAX_BODY_BYTES

@@ -19,7 +19,7 @@ import itertools
 from dataclasses import dataclass
 
 import orjson
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from todoweb import dialects, plan
@@ -33,6 +33,7 @@ from todoweb.models import Project, Session
 from todoweb.plan import edits, text
 from todoweb.plan.merge import merge
 from todoweb.reads import plan_data
+from todoweb.webhooks import enqueue as webhooks
 from todoweb.writes import messages, revisions, sql
 from todoweb.writes.policy import apply_policy, check_storable
 from todoweb.writes.revisions import Change, Conflict
@@ -228,7 +229,13 @@ def read_answer(
 def get_or_create_session(project: Project, key: str) -> Session:
     """The session `key` of the project, created empty if it does not exist yet (by a
     read, or an agent turn reported before any write)."""
-    # get_or_create retries the SELECT when a concurrent writer won the INSERT.
-    session, _ = Session.objects.get_or_create(project=project, key=key)
+    session = Session.objects.filter(project=project, key=key).first()
+    if session is None:
+        with revisions.write_lock(), transaction.atomic():
+            # get_or_create retries the SELECT when a concurrent writer won the INSERT.
+            session, created = Session.objects.get_or_create(project=project, key=key)
+            if created:
+                session.project = project
+                webhooks.enqueue_created(project, session)
     session.project = project
     return session

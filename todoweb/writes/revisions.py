@@ -31,6 +31,7 @@ from todoweb.live import events
 from todoweb.models import Revision, Session
 from todoweb.plan.steps import FINISHED, WORKING, Item, Warning
 from todoweb.reads import plan_data, session_summary
+from todoweb.webhooks import enqueue as webhooks
 from todoweb.writes import sql
 from todoweb.writes.sql import SessionRow
 
@@ -71,6 +72,7 @@ class NewRevision:
     told: int  # the last of people's messages the agent was told of, as the writer read it
     data: dict[str, Any]  # the revision's data shape
     data_json: bytes
+    before: tuple[int, int, int] = (0, 0, 0)  # the session's (total, open, working) steps before it
 
 
 def new_revision(row: SessionRow, change: Change, *, now: datetime) -> NewRevision:
@@ -105,11 +107,12 @@ def new_revision(row: SessionRow, change: Change, *, now: datetime) -> NewRevisi
         fingerprint=change.fingerprint,
     )
     told = session.told_message
+    before = (session.total_steps, session.open_steps, session.working_steps)
     changed = advance_session(session, revision, result, title=change.title, default_title=change.default_title)
     if change.tells:
         changed["told_message"] = session.told_message = session.last_message
     data = plan_data(session, revision, now=now)
-    return NewRevision(row, revision, result, changed, told, data, orjson.dumps(data))
+    return NewRevision(row, revision, result, changed, told, data, orjson.dumps(data), before)
 
 
 def advance_session(
@@ -149,15 +152,33 @@ def advance_session(
 
 
 def append(new: NewRevision) -> events.Frames:
-    """Write the session's move and the revision; the frames that show it to watchers
-    (to publish once committed). Raises Conflict (or, for a session created meanwhile,
+    """Write the session's move and the revision, and the webhook deliveries of its
+    events (in the same transaction); the frames that show it to watchers (to publish
+    once committed). Raises Conflict (or, for a session created meanwhile,
     IntegrityError) when another writer got there first, or another call told the
     agent of an edit since it was read (see sql.session_update)."""
     session, revision = new.row.session, new.revision
-    if connection.vendor == "postgresql" and session.pk is not None:
+    project = session.project
+    hooks = webhooks.revision_events(
+        project,
+        created=session.pk is None,
+        before=new.before,
+        session=session,
+        revision=revision,
+        changes=new.result.changes,
+    )
+    if session.pk is None:
+        session.created_at = revision.created_at
+    summary = session_summary(session, now=revision.created_at)
+    if connection.vendor == "postgresql" and session.pk is not None and not hooks:
         # One statement, atomic without a transaction: one round trip.
         if not sql.advance_and_insert(session, new.changed, revision, new.told):
             raise Conflict()
+    elif connection.vendor == "postgresql" and session.pk is not None:
+        with transaction.atomic():
+            if not sql.advance_and_insert(session, new.changed, revision, new.told):
+                raise Conflict()
+            webhooks.enqueue_revision(project, session, revision, new.result.changes, hooks, summary)
     else:
         with write_lock(), transaction.atomic():
             parent = session.parent
@@ -165,19 +186,20 @@ def append(new: NewRevision) -> events.Frames:
                 parent.save(force_insert=True)
                 session.parent = parent
             if session.pk is None:
-                session.created_at = revision.created_at
                 session.save(force_insert=True)
             elif not sql.advance(session, new.changed, revision.number, new.told):
                 raise Conflict()
             revision.session = session
             sql.insert(revision)
+            if hooks:
+                webhooks.enqueue_revision(project, session, revision, new.result.changes, hooks, summary)
     new.row.current = revision
     return events.session_frames(
         public_id=session.public_id,
         project_id=session.project_id,
         session_event=events.SessionSnapshot.model_construct(**new.data),
         session_text=answers.snapshot_text(new.data_json),
-        summary=session_summary(session, now=revision.created_at),
+        summary=summary,
     )
 
 

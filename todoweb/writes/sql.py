@@ -36,7 +36,8 @@ def in_field_order(model: Any, names: set[str]) -> list[str]:
 # What authentication needs of a token (the rest stays deferred) and of its project.
 TOKEN_FIELDS = in_field_order(ApiToken, {"id", "project_id", "scope", "last_used_at", "revoked_at"})
 PROJECT_FIELDS = in_field_order(
-    Project, {"id", "slug", "name", "single_in_progress", "max_items", "max_content_chars", "reply_style"}
+    Project,
+    {"id", "slug", "name", "single_in_progress", "max_items", "max_content_chars", "reply_style", "webhook_version"},
 )
 TOKEN_SELECT = columns(ApiToken, "t", TOKEN_FIELDS) + ", " + columns(Project, "pr", PROJECT_FIELDS)
 TOKEN_FROM = "todoweb_apitoken t JOIN todoweb_project pr ON pr.id = t.project_id"

@@ -68,7 +68,7 @@ api = TodowebAPI(
 )
 
 
-from todoweb.web.api import agent, hooks, live, people, questions, sessions, share, tools  # noqa: E402
+from todoweb.web.api import agent, hooks, live, people, questions, sessions, share, tools, webhooks  # noqa: E402
 
 api.add_router("", tools.router)
 api.add_router("", hooks.router)
@@ -78,3 +78,4 @@ api.add_router("", share.router)
 api.add_router("", people.router)
 api.add_router("", questions.router)
 api.add_router("", live.router)
+api.add_router("", webhooks.router)

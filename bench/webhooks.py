@@ -1,0 +1,148 @@
+"""Webhooks on the hot path: the same TodoWrite load on a project with 3 endpoints
+(every event, a receiver on the loopback answering 204) against a project without,
+on one `manage.py serve` process (with its in-process worker delivering), same run.
+
+The load (`--load lifecycle`, the default): 10-step plans over 64 sessions, 16
+connections, each session's plan moving one step per write and completing every 11th
+(bench/wrk/lifecycle.lua): a session.completed per 11 writes and a session.created per
+new session, for each of the 3 endpoints, all queued in the writes' transactions and
+delivered meanwhile. `--load ingest` runs bench/ingest.py's script instead (whose
+writes fall on one session per wrk thread: events only at the start). Prints both, the ratios
+(targets: throughput >= 0.95x, p99 <= 1.1x) and how many deliveries were made and
+delivered by the end.
+
+    .venv/bin/python bench/webhooks.py [--database sqlite|postgres] [--seconds 10] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+from harness import create_token, deployment, fresh_postgres, server, verdict, wrk
+
+EVENTS = ["session.created", "session.completed", "session.failed", "session.idle", "plan.edited", "step.failed"]
+
+
+class Receiver:
+    """Counts what it is sent; answers 204."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with receiver.lock:
+                    receiver.count += 1
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument(
+        "--load",
+        choices=["ingest", "lifecycle"],
+        default="lifecycle",
+        help="ingest: bench/ingest.py's todowrite.lua (its writes land on one session per wrk thread: no events "
+        "after the first); lifecycle: 64 sessions whose plans move on and complete (events all along)",
+    )
+    args = parser.parse_args()
+    script = "todowrite.lua" if args.load == "ingest" else "lifecycle.lua"
+
+    receiver = Receiver()
+    database = fresh_postgres("todoweb_bench_webhooks") if args.database == "postgres" else None
+    with deployment(database, TODOWEB_WEBHOOKS_ALLOW_PRIVATE="1") as env, server(env) as srv:
+        url = srv.url
+        plain, hooked = create_token(env, "plain"), create_token(env, "hooked")
+        for n in range(3):
+            made = httpx.post(
+                f"{url}/api/v1/webhooks",
+                json={"url": f"{receiver.url}/{n}", "events": EVENTS},
+                headers={"Authorization": f"Bearer {hooked}"},
+            )
+            assert made.status_code == 201, made.text
+        wrk(f"{url}/healthz", seconds=2)  # warm-up
+        without, with_ = [], []
+        for round_ in range(args.rounds):
+            for token, results, name in ((plain, without, "plain"), (hooked, with_, "hooked")):
+                write_env = {"TODOWEB_TOKEN": token, "ITEMS": "10", "SESSIONS": "64", "RUN": f"{name}{round_}"}
+                results.append(
+                    wrk(url, seconds=args.seconds, connections=args.connections, script=script, env=write_env)
+                )
+        headers = {"Authorization": f"Bearer {hooked}"}
+        hooks = httpx.get(f"{url}/api/v1/webhooks", headers=headers).json()["webhooks"]
+
+        def tally() -> tuple[int, int]:
+            made = delivered = 0
+            for hook in hooks:
+                log = httpx.get(
+                    f"{url}/api/v1/webhooks/{hook['id']}/deliveries?limit=200", headers=headers, timeout=30
+                ).json()
+                pages = [log["deliveries"]]
+                while log["next_cursor"]:
+                    log = httpx.get(
+                        f"{url}/api/v1/webhooks/{hook['id']}/deliveries?limit=200&before={log['next_cursor']}",
+                        headers=headers,
+                        timeout=30,
+                    ).json()
+                    pages.append(log["deliveries"])
+                for page in pages:
+                    made += len(page)
+                    delivered += sum(d["status"] == "delivered" for d in page)
+            return made, delivered
+
+        made_at_end, delivered_at_end = tally()
+        started = time.monotonic()
+        while True:
+            made, delivered = tally()
+            if delivered == made or time.monotonic() - started > 120:
+                break
+            time.sleep(1)
+        caught_up = time.monotonic() - started
+
+    print(
+        f"webhooks on {args.database}, {args.load} load ({script}): {args.connections} connections, "
+        "TodoWrite of 10 steps over 64 sessions"
+    )
+    for n, (a, b) in enumerate(zip(without, with_, strict=True)):
+        print(a.line(f"round {n + 1} no endpoints"))
+        print(b.line(f"round {n + 1} 3 endpoints"))
+    rps = statistics.median(b.requests_per_s for b in with_) / statistics.median(a.requests_per_s for a in without)
+    p50 = statistics.median(b.p50_ms for b in with_) / statistics.median(a.p50_ms for a in without)
+    p99 = statistics.median(b.p99_ms for b in with_) / statistics.median(a.p99_ms for a in without)
+    print(
+        f"  ratio 3 endpoints / none: throughput {rps:.2f}x (target >= 0.95x) {verdict(rps >= 0.95)}, "
+        f"p50 {p50:.2f}x, p99 {p99:.2f}x (target <= 1.1x) {verdict(p99 <= 1.1)}"
+    )
+    writes = sum(b.requests for b in with_)
+    print(
+        f"  deliveries: {made} made for {writes} writes to the hooked project; {delivered_at_end} delivered when the "
+        f"load stopped, {delivered} after {caught_up:.1f} s more; the receiver got {receiver.count}"
+    )
+    errors = sum(r.errors for r in without + with_)
+    if errors:
+        print(f"  WARNING: {errors} writes failed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""One delivery attempt, as a queued task (django-tasks, on django-tasks-db's database
+queue): post the event, record the answer, and either mark it delivered, queue the
+next attempt (`run_after`: exponential backoff, for TODOWEB_WEBHOOK_RETRY_FOR after
+the event), or give up. An endpoint whose every delivery failed for
+TODOWEB_WEBHOOK_DISABLE_AFTER is disabled, with the reason.
+
+Each delivery names the one task allowed to attempt it (`task_id`): the worker claims
+a task once (a row lock on PostgreSQL, an exclusive transaction on SQLite), and a stray
+copy (see idle.recover) finds it is not that task and does nothing. A delivery is sent
+twice only when a process dies between the receiver's answer and its record: the
+receiver sees the same webhook-id again.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import httpx
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from todoweb.models import WebhookDelivery, WebhookEndpoint
+from todoweb.webhooks import events, formats, network
+from todoweb.webhooks.compat import TaskContext, task
+
+logger = logging.getLogger(__name__)
+
+QUEUE = "webhooks"
+# What the log keeps of an answer.
+ANSWER_CHARS = 1000
+READ_BYTES = 64 * 1024
+# Retries are at most this far apart.
+MAX_DELAY = 6 * 3600
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    status: int | None = None
+    answer: str = ""
+    latency_ms: int | None = None
+    error: str = ""
+
+
+def send(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
+    """One POST; never raises."""
+    started = time.monotonic()
+    try:
+        with network.client() as client, client.stream("POST", url, content=body, headers=headers) as response:
+            received = b""
+            for chunk in response.iter_bytes():
+                received += chunk
+                if len(received) >= READ_BYTES or time.monotonic() - started > network.TIMEOUT:
+                    break
+            latency = int((time.monotonic() - started) * 1000)
+            answer = received[: ANSWER_CHARS * 4].decode("utf-8", "replace")[:ANSWER_CHARS]
+            ok = 200 <= response.status_code < 300
+            error = (
+                ""
+                if ok
+                else f"HTTP {response.status_code}" + (" (redirects are not followed)" if response.is_redirect else "")
+            )
+            return Outcome(ok, response.status_code, answer, latency, error)
+    except network.RefusedAddress as exc:
+        return Outcome(False, error=f"refused: {exc}"[:500])
+    except httpx.TimeoutException:
+        return Outcome(
+            False, latency_ms=int((time.monotonic() - started) * 1000), error=f"timed out after {network.TIMEOUT:g} s"
+        )
+    except (httpx.HTTPError, OSError, ValueError) as exc:
+        return Outcome(
+            False, latency_ms=int((time.monotonic() - started) * 1000), error=(f"{type(exc).__name__}: {exc}")[:500]
+        )
+
+
+def retry_delay(attempts: int) -> float:
+    """Seconds before attempt `attempts` + 1: TODOWEB_WEBHOOK_RETRY_BASE, doubling, at
+    most 6 hours, with ±10% jitter so that a receiver back from an outage is not hit
+    by every retry at once."""
+    delay = min(settings.TODOWEB_WEBHOOK_RETRY_BASE * 2 ** (attempts - 1), MAX_DELAY)
+    return delay * random.uniform(0.9, 1.1)  # noqa: S311
+
+
+@task(queue_name=QUEUE, takes_context=True)
+def deliver(context: TaskContext, message_id: str) -> str:
+    delivery = WebhookDelivery.objects.select_related("endpoint").filter(message_id=message_id).first()
+    if delivery is None:
+        return "gone"  # its endpoint was deleted
+    if delivery.status != WebhookDelivery.Status.PENDING or delivery.task_id != str(context.task_result.id):
+        return "not mine"
+    endpoint = delivery.endpoint
+    test = delivery.event == events.TEST
+    if not endpoint.is_enabled and not test:
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            status=WebhookDelivery.Status.FAILED, next_attempt_at=None, error="the endpoint is disabled"
+        )
+        return "disabled"
+    timestamp = int(time.time())
+    body, headers = formats.request(
+        endpoint.format,
+        delivery.payload,
+        secret=endpoint.secret,
+        message_id=delivery.message_id,
+        timestamp=timestamp,
+        site_url=endpoint.site_url,
+    )
+    outcome = send(endpoint.url, body, headers)
+    record(delivery, endpoint, outcome, test=test)
+    return "delivered" if outcome.ok else "failed"
+
+
+def record(delivery: WebhookDelivery, endpoint: WebhookEndpoint, outcome: Outcome, *, test: bool) -> None:
+    """The attempt's answer; the next attempt queued, or the delivery settled."""
+    from todoweb.webhooks.enqueue import changed
+
+    now = timezone.now()
+    fields = {
+        "attempts": delivery.attempts + 1,
+        "last_attempt_at": now,
+        "response_status": outcome.status,
+        "response_body": outcome.answer,
+        "latency_ms": outcome.latency_ms,
+        "error": outcome.error,
+    }
+    with transaction.atomic():
+        if outcome.ok:
+            fields |= {"status": WebhookDelivery.Status.DELIVERED, "delivered_at": now, "next_attempt_at": None}
+            if not test and endpoint.failing_since is not None:
+                WebhookEndpoint.objects.filter(pk=endpoint.pk).update(failing_since=None)
+        else:
+            retry = (
+                not test
+                and endpoint.is_enabled
+                and now - delivery.created_at < timedelta(seconds=settings.TODOWEB_WEBHOOK_RETRY_FOR)
+            )
+            if retry:
+                at = now + timedelta(seconds=retry_delay(fields["attempts"]))
+                task = deliver.using(run_after=at).enqueue(delivery.message_id)
+                fields |= {"next_attempt_at": at, "task_id": str(task.id)}
+            else:
+                fields |= {"status": WebhookDelivery.Status.FAILED, "next_attempt_at": None}
+            if not test:
+                failing(endpoint, now, outcome, changed)
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(**fields)
+    if outcome.ok or fields.get("task_id"):
+        from todoweb.webhooks.worker import wake
+
+        transaction.on_commit(wake)
+
+
+def failing(endpoint: WebhookEndpoint, now: datetime, outcome: Outcome, changed) -> None:
+    """Note a failed delivery; disable the endpoint when it has failed for long enough."""
+    WebhookEndpoint.objects.filter(pk=endpoint.pk, failing_since__isnull=True).update(failing_since=now)
+    since = endpoint.failing_since or now
+    if endpoint.is_enabled and now - since >= timedelta(seconds=settings.TODOWEB_WEBHOOK_DISABLE_AFTER):
+        days = (now - since).total_seconds() / 86400
+        reason = (
+            f"Disabled {formats_time(now)}: every delivery failed for {days:.1f} days (since {formats_time(since)}); "
+            f"the last: {outcome.error or 'no answer'}"
+        )
+        disabled = WebhookEndpoint.objects.filter(pk=endpoint.pk, disabled_at__isnull=True).update(
+            disabled_at=now, disabled_reason=reason[:2000]
+        )
+        if disabled:
+            logger.warning("Webhook endpoint %s disabled: %s", endpoint.pk, reason)
+            changed(endpoint.project_id)
+
+
+def formats_time(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC")

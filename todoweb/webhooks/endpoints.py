@@ -1,0 +1,121 @@
+"""What people do with a project's endpoints (the API, the admin, later the board):
+create (the secret is shown once), delete, enable again, send a test event."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from django.db import transaction
+from django.utils import timezone
+
+from todoweb import plan
+from todoweb.calls.errors import InvalidInput
+from todoweb.models import Project, WebhookDelivery, WebhookEndpoint
+from todoweb.webhooks import enqueue, events, formats, idle, network
+
+# Endpoints a project may have.
+MAX_ENDPOINTS = 20
+URL_MAX_CHARS = 2000
+
+
+def check_url(url: str) -> str:
+    url = url.strip()
+    try:
+        parts = urlsplit(url)
+        parts.hostname  # noqa: B018 (an unbalanced [ raises)
+    except ValueError:
+        raise InvalidInput("url: an http or https address is needed", details={"field": "url"}) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput("url: an http or https address is needed", details={"field": "url"})
+    if len(url) > URL_MAX_CHARS:
+        raise InvalidInput(f"url: at most {URL_MAX_CHARS} characters", details={"field": "url"})
+    if parts.username or parts.password:
+        raise InvalidInput("url: no user or password in the address", details={"field": "url"})
+    try:
+        parts.port  # noqa: B018 (a port out of range raises)
+        network.check_host(parts.hostname)
+    except network.RefusedAddress as exc:
+        raise InvalidInput(
+            f"url: {exc}; deliveries go to public addresses only (TODOWEB_WEBHOOKS_ALLOW_PRIVATE=1 allows others)",
+            details={"field": "url"},
+        ) from None
+    except ValueError:
+        raise InvalidInput("url: the port is not valid", details={"field": "url"}) from None
+    return url
+
+
+def check_events(wanted: Iterable[str]) -> list[str]:
+    wanted = list(dict.fromkeys(wanted))
+    unknown = [event for event in wanted if event not in events.EVENTS]
+    if unknown or not wanted:
+        raise InvalidInput(
+            f"events: choose among {', '.join(events.EVENTS)}" + (f" (not {unknown[0]!r})" if unknown else ""),
+            details={"field": "events", "allowed": list(events.EVENTS)},
+        )
+    return wanted
+
+
+def create(
+    project: Project, *, url: str, wanted: Iterable[str], fmt: str = "standard", site_url: str = ""
+) -> WebhookEndpoint:
+    """A new endpoint; its `secret` is readable on the returned object (show it once)."""
+    if fmt not in WebhookEndpoint.Format.values:
+        raise InvalidInput(f"format: one of {', '.join(WebhookEndpoint.Format.values)}", details={"field": "format"})
+    url, wanted = check_url(url), check_events(wanted)
+    with transaction.atomic():
+        if WebhookEndpoint.objects.filter(project=project).count() >= MAX_ENDPOINTS:
+            raise InvalidInput(
+                f"A project has at most {MAX_ENDPOINTS} webhook endpoints", details={"limit": MAX_ENDPOINTS}
+            )
+        endpoint = WebhookEndpoint.objects.create(
+            project=project, url=url, events=wanted, format=fmt, secret=formats.new_secret(), site_url=site_url[:500]
+        )
+        enqueue.changed(project.pk)
+    if events.SESSION_IDLE in wanted:
+        idle.ensure()
+    return endpoint
+
+
+def delete(endpoint: WebhookEndpoint) -> None:
+    """The endpoint and its delivery log; its queued tasks find nothing to do."""
+    with transaction.atomic():
+        endpoint.delete()
+        enqueue.changed(endpoint.project_id)
+
+
+def enable(endpoint: WebhookEndpoint) -> None:
+    with transaction.atomic():
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(disabled_at=None, disabled_reason="", failing_since=None)
+        enqueue.changed(endpoint.project_id)
+
+
+def send_test(endpoint: WebhookEndpoint) -> WebhookDelivery:
+    """Queue a test event (`webhook.test`) to the endpoint, whatever events it wants:
+    one attempt, not retried, not counted against the endpoint."""
+    project = endpoint.project
+    now = timezone.now()
+    sample = {
+        "id": "test",
+        "key": "test",
+        "project": project.slug,
+        "title": "A test event from todoweb",
+        "dialect": None,
+        "state": "active",
+        "url": "/",
+        "parent": None,
+        "created_at": plan.iso(now),
+        "updated_at": plan.iso(now),
+        "revision": 0,
+        "total": 0,
+        "completed": 0,
+        "progress": 0.0,
+        "current": "",
+        "trend": [],
+    }
+    target = enqueue.Target(endpoint.pk, frozenset([events.TEST]), endpoint.created_at)
+    with transaction.atomic():
+        (delivery,) = enqueue.enqueue(
+            project, None, events.TEST, {"session": sample, "test": True}, dedupe_key=None, at=now, only=[target]
+        )
+    return delivery

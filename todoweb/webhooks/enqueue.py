@@ -1,0 +1,177 @@
+"""The deliveries an event makes: one per endpoint that wants it, each with its queued
+task, written in the transaction of the write that caused the event (a write that
+rolls back sends nothing; one that commits cannot lose its deliveries).
+
+A project's endpoints are cached per process under the project's `webhook_version`,
+which every write reads with its token: a project that never had an endpoint costs
+one integer comparison per write, and one with endpoints a dictionary lookup, until
+an endpoint changes (on any process) and the next write reads them again.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+
+from todoweb.models import Project, Session, WebhookDelivery, WebhookEndpoint
+from todoweb.webhooks import events
+
+
+@dataclass(frozen=True)
+class Target:
+    """An enabled endpoint as the write path needs it."""
+
+    id: int
+    events: frozenset[str]
+    created_at: datetime
+
+
+_cache: dict[int, tuple[int, tuple[Target, ...]]] = {}
+_cache_lock = threading.Lock()
+
+
+def targets(project: Project) -> tuple[Target, ...]:
+    """The project's enabled endpoints (none without a query when it never had any)."""
+    version = project.webhook_version
+    if not version:
+        return ()
+    cached = _cache.get(project.pk)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    rows = WebhookEndpoint.objects.filter(project_id=project.pk, disabled_at__isnull=True).values_list(
+        "id", "events", "created_at"
+    )
+    found = tuple(Target(pk, frozenset(wanted), created_at) for pk, wanted, created_at in rows)
+    with _cache_lock:
+        _cache[project.pk] = (version, found)
+    return found
+
+
+def wanted(project: Project, candidates: Iterable[str]) -> list[str]:
+    """Those of `candidates` some endpoint of the project wants."""
+    found = targets(project)
+    if not found:
+        return []
+    return [event for event in candidates if any(event in target.events for target in found)]
+
+
+def changed(project_id: int) -> None:
+    """An endpoint of the project was made, changed or removed: every process reads
+    them again on the project's next write."""
+    Project.objects.filter(pk=project_id).update(webhook_version=F("webhook_version") + 1)
+
+
+def new_message_id() -> str:
+    return "msg_" + secrets.token_urlsafe(18)
+
+
+def enqueue(
+    project: Project,
+    session: Session | None,
+    event: str,
+    data: dict[str, Any],
+    *,
+    dedupe_key: str | None,
+    at: datetime,
+    only: Iterable[Target] | None = None,
+) -> list[WebhookDelivery]:
+    """The deliveries of one event, with their tasks: call it inside the transaction
+    of the write that caused the event. `only`: these endpoints (else every enabled
+    one that wants the event)."""
+    from todoweb.webhooks.delivery import deliver
+    from todoweb.webhooks.worker import wake
+
+    chosen = [target for target in (targets(project) if only is None else only) if event in target.events]
+    if not chosen:
+        return []
+    payload = events.body(event, at, data)
+    rows = []
+    for target in chosen:
+        message_id = new_message_id()
+        task = deliver.enqueue(message_id)
+        rows.append(
+            WebhookDelivery(
+                endpoint_id=target.id,
+                event=event,
+                message_id=message_id,
+                dedupe_key=dedupe_key,
+                session=session,
+                payload=payload,
+                created_at=at,
+                next_attempt_at=at,
+                task_id=str(task.id),
+            )
+        )
+    WebhookDelivery.objects.bulk_create(rows)
+    transaction.on_commit(wake)
+    return rows
+
+
+def session_data(summary: dict[str, Any], revision: int, **extra: Any) -> dict[str, Any]:
+    return {"session": summary, "revision": revision, **extra}
+
+
+def revision_events(
+    project: Project,
+    *,
+    created: bool,
+    before: tuple[int, int, int],
+    session: Session,
+    revision: Any,
+    changes: list[dict[str, Any]],
+) -> list[str]:
+    """The events of a revision that some endpoint of the project wants (usually none,
+    with no query)."""
+    if not project.webhook_version:
+        return []
+    after = (session.total_steps, session.open_steps, session.working_steps)
+    found = events.revision_events(
+        created=created, before=before, after=after, by_person=revision.author == "user", changes=changes
+    )
+    return wanted(project, found) if found else []
+
+
+def enqueue_revision(
+    project: Project,
+    session: Session,
+    revision: Any,
+    changes: list[dict[str, Any]],
+    found: list[str],
+    summary: dict[str, Any],
+) -> None:
+    """The deliveries of a revision's events (`revision_events`), in its transaction."""
+    for event in found:
+        extra: dict[str, Any] = {}
+        if event == events.SESSION_FAILED:
+            extra["steps"] = events.failed_steps(revision.todos)
+        elif event == events.STEP_FAILED:
+            extra["steps"] = events.failed_steps(revision.todos, changes)
+        elif event == events.PLAN_EDITED:
+            raw = revision.raw_input if isinstance(revision.raw_input, dict) else {}
+            extra |= {"edited_by": raw.get("user"), "note": raw.get("note")}
+        key = f"{event}:{session.pk}" if event == events.SESSION_CREATED else f"{event}:{session.pk}:{revision.number}"
+        data = session_data(summary, revision.number, **extra)
+        enqueue(project, session, event, data, dedupe_key=key, at=revision.created_at)
+
+
+def enqueue_created(project: Project, session: Session) -> None:
+    """session.created for a session made empty (by a read or a hook), in its transaction."""
+    if wanted(project, [events.SESSION_CREATED]):
+        from todoweb.reads import session_summary
+
+        data = session_data(session_summary(session, now=session.created_at), session.revision)
+        enqueue(
+            project,
+            session,
+            events.SESSION_CREATED,
+            data,
+            dedupe_key=f"{events.SESSION_CREATED}:{session.pk}",
+            at=session.created_at,
+        )

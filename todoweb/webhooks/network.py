@@ -1,0 +1,77 @@
+"""The HTTP client deliveries use: 5 s timeouts, no redirects, no proxies from the
+environment, and no connection to a private, loopback or link-local address (unless
+TODOWEB_WEBHOOKS_ALLOW_PRIVATE=1). The check is made where the connection is opened,
+on every address the name resolves to, so a name cannot resolve to a public address
+when checked and a private one when used."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from typing import Any
+
+import httpcore
+import httpx
+from django.conf import settings
+
+TIMEOUT = 5.0
+
+
+class RefusedAddress(Exception):
+    """The endpoint's host is, or resolves to, an address deliveries may not reach."""
+
+
+def refused(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return not ip.is_global or ip.is_multicast
+
+
+def check_host(host: str) -> None:
+    """Refuse a host given as a private address, or named `localhost` (the rest is
+    checked at each connection, after resolving)."""
+    if settings.TODOWEB_WEBHOOKS_ALLOW_PRIVATE:
+        return
+    name = host.strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        raise RefusedAddress(f"{host} is a loopback address")
+    try:
+        if refused(name):
+            raise RefusedAddress(f"{host} is a private, loopback or link-local address")
+    except ValueError:
+        pass  # a name
+
+
+class GuardedBackend(httpcore.SyncBackend):
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
+        if settings.TODOWEB_WEBHOOKS_ALLOW_PRIVATE:
+            return super().connect_tcp(host, port, timeout, local_address, socket_options)
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
+        addresses = list(dict.fromkeys(info[4][0] for info in infos))
+        bad = [address for address in addresses if refused(address)]
+        if bad:
+            raise RefusedAddress(f"{host} resolves to {bad[0]}, a private, loopback or link-local address")
+        error: Exception | None = None
+        for address in addresses:
+            try:
+                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+            except httpcore.ConnectError as exc:
+                error = exc
+        raise error or httpcore.ConnectError(f"cannot connect to {host}")
+
+
+def client() -> httpx.Client:
+    transport = httpx.HTTPTransport(trust_env=False)
+    transport._pool._network_backend = GuardedBackend()  # type: ignore[attr-defined]
+    return httpx.Client(transport=transport, timeout=TIMEOUT, follow_redirects=False, trust_env=False)

@@ -1,0 +1,98 @@
+"""The in-process worker: a thread in every server process that runs the webhooks
+queue with django-tasks-db's own worker (`db_worker`'s `Worker`, in batch mode: every
+task that is due, then back here). Started once per process, lazily, by the ASGI
+application's first call (asgi.py), however the application is served;
+TODOWEB_WEBHOOK_WORKER=0 turns it off where `manage.py db_worker --queue-name webhooks`
+runs apart.
+
+Between batches it checks for due tasks once a second (one indexed read), or at once
+when a write of this process queued a delivery (`wake`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.utils.crypto import get_random_string
+
+logger = logging.getLogger(__name__)
+
+POLL_SECONDS = 1.0
+
+_wake = threading.Event()
+_started = False
+_start_lock = threading.Lock()
+_stop = threading.Event()
+
+
+def wake() -> None:
+    """A task was queued: look now rather than at the next poll."""
+    _wake.set()
+
+
+def due() -> bool:
+    from django_tasks_db.models import DBTaskResult
+
+    from todoweb.webhooks.delivery import QUEUE
+
+    return DBTaskResult.objects.ready().filter(queue_name=QUEUE, backend_name="default").exists()
+
+
+def run() -> None:
+    from django_tasks_db.management.commands.db_worker import Worker
+
+    from todoweb.webhooks import idle
+    from todoweb.webhooks.delivery import QUEUE
+
+    worker_id = "todoweb-" + get_random_string(16)
+    try:
+        idle.ensure()
+    except Exception:
+        logger.exception("Could not schedule the idle check")
+    while not _stop.is_set():
+        try:
+            if due():
+                Worker(
+                    queue_names=[QUEUE],
+                    interval=0,
+                    batch=True,
+                    backend_name="default",
+                    startup_delay=False,
+                    max_tasks=None,
+                    worker_id=worker_id,
+                    excluded_queue_names=[],
+                ).run()
+        except Exception:
+            logger.exception("The webhook worker failed; it goes on")
+        finally:
+            close_old_connections()
+        _wake.wait(POLL_SECONDS)
+        _wake.clear()
+    connection.close()
+
+
+def start() -> bool:
+    """Start this process's worker thread, once (False: it is off, or started already)."""
+    global _started
+    if _started or not settings.TODOWEB_WEBHOOK_WORKER:
+        return False
+    with _start_lock:
+        if _started:
+            return False
+        _started = True
+    threading.Thread(target=run, name="todoweb-webhooks", daemon=True).start()
+    return True
+
+
+def started_by(application):
+    """The ASGI application, starting the worker on its first call."""
+
+    async def app(scope, receive, send):
+        if not _started:
+            start()
+        return await application(scope, receive, send)
+
+    return app
