@@ -5,19 +5,22 @@ local token = os.getenv("TODOWEB_TOKEN")
 local items = tonumber(os.getenv("ITEMS") or "10")
 local sessions = tonumber(os.getenv("SESSIONS") or "64")
 local run = os.getenv("RUN") or "bench"
-local threads = {}
+local threads = 0
 
+-- setup runs in wrk's main thread: each thread gets its number (the table of threads
+-- is not visible inside a thread's own interpreter).
 function setup(thread)
-  thread:set("tid", #threads)
-  table.insert(threads, thread)
+  thread:set("tid", threads)
+  threads = threads + 1
 end
 
 local counter = 0
 
 function request()
   counter = counter + 1
-  local n = counter * #threads + tid
-  local done = n % (items + 1)
+  -- 97 is prime to 64: each thread's calls go round every session, the threads apart.
+  local n = counter * 97 + tid * 31
+  local done = counter % (items + 1)
   local todos = {}
   for k = 0, items - 1 do
     local status = "pending"

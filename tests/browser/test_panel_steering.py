@@ -152,7 +152,9 @@ def test_a_member_messages_the_agent_and_every_watcher_sees_it_waiting(page_for,
     reply = agent.todo_write("note", PLAN)["reply"]["content"]
     assert "The user's note: Use the staging database" in reply
     for each in (page, watcher):
-        expect(message_item(each, "Use the staging database").locator(".message-state")).to_have_text(told("tool endpoint"))
+        expect(message_item(each, "Use the staging database").locator(".message-state")).to_have_text(
+            told("tool endpoint")
+        )
     assert page.errors == [] and watcher.errors == []
 
 
