@@ -15,10 +15,14 @@ import logging
 import threading
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 from django.utils.crypto import get_random_string
 
+from todoweb.runtime.logs import ThrottledLogger
+
 logger = logging.getLogger(__name__)
+# The database out of reach (a restart, a dropped connection): one line a minute, no traceback.
+database_down_logger = ThrottledLogger(__name__, every=60)
 
 POLL_SECONDS = 1.0
 
@@ -48,12 +52,12 @@ def run() -> None:
     from todoweb.webhooks.delivery import QUEUE
 
     worker_id = "todoweb-" + get_random_string(16)
-    try:
-        idle.ensure()
-    except Exception:
-        logger.exception("Could not schedule the idle check")
+    idle_scheduled = False
     while not _stop.is_set():
         try:
+            if not idle_scheduled:
+                idle.ensure()  # until it succeeds: the database may be down at start
+                idle_scheduled = True
             if due():
                 Worker(
                     queue_names=[QUEUE],
@@ -65,6 +69,9 @@ def run() -> None:
                     worker_id=worker_id,
                     excluded_queue_names=[],
                 ).run()
+        except DatabaseError as exc:
+            database_down_logger.warning("Webhook deliveries wait for the database", error=exc)
+            connection.close()  # a broken connection is not used again
         except Exception:
             logger.exception("The webhook worker failed; it goes on")
         finally:
