@@ -678,6 +678,16 @@ def test_jump_to_current_brings_the_step_in_progress_into_view(shot, page_for, a
     page.get_by_role("button", name="Jump to current step").click()
     expect(current).to_be_in_viewport()
 
+    # On a phone too: the control fits beside the plan's heading, and works.
+    page.set_viewport_size({"width": 375, "height": 812})
+    page.evaluate("window.scrollTo(0, 0)")
+    jump = page.get_by_role("button", name="Jump to current step")
+    assert jump.bounding_box()["x"] + jump.bounding_box()["width"] <= 375
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    expect(current).not_to_be_in_viewport()
+    jump.click()
+    expect(current).to_be_in_viewport()
+
     # Nothing in progress: nothing to jump to.
     agent.todo_write("jump", [(f"Step {n:02}", "completed") for n in range(40)])
     expect(page.locator("#jump-current")).to_be_hidden()
