@@ -17,6 +17,7 @@ import {
 } from "./live.js";
 import { setupSessionActions } from "./panel_actions.js";
 import { PlanEditor } from "./panel_editor.js";
+import { foldPlan, foldedNow } from "./panel_fold.js";
 import { setupSteering } from "./panel_steering.js";
 import { TimelineChart } from "./panel_timeline.js";
 
@@ -61,10 +62,67 @@ function stepItem(step, live) {
   return item;
 }
 
-function renderSteps(todos, live) {
-  const items = todos.length ? todos.map((step) => stepItem(step, live)) : [fromTemplate("no-steps-template")];
-  $("steps").replaceChildren(...items);
+// --- Long plans: finished steps fold behind one toggle; "Jump to current step" ---
+
+const stepsList = $("steps");
+const jumpButton = $("jump-current");
+const foldAfter = Number(stepsList.dataset.foldAfter);
+// The person's choice (true: open), kept across live updates and replays; null: not made.
+let foldChoice = null;
+let shownTodos = latest.todos;
+
+function foldRow(fold) {
+  const row = fromTemplate("step-fold-template");
+  setText(row.querySelector(".fold-label"), fold.label);
+  return row;
 }
+
+// Shows the fold as the person left it, on whatever list is there (rendered by the
+// server or by renderSteps).
+function applyFold() {
+  const toggle = stepsList.querySelector(".fold-toggle");
+  const folded = toggle !== null && foldedNow(foldChoice); // a short plan has nothing folded
+  for (const item of stepsList.querySelectorAll(":scope > .step.status-completed, :scope > .step.status-cancelled")) {
+    item.hidden = folded;
+  }
+  if (toggle) toggle.setAttribute("aria-expanded", String(!folded));
+}
+
+function showJump(todos) {
+  const fold = foldPlan(todos, foldAfter);
+  jumpButton.hidden = !(fold.long && fold.current !== null);
+}
+
+function renderSteps(todos, live) {
+  shownTodos = todos;
+  const fold = foldPlan(todos, foldAfter);
+  // A re-render must not take the focus from a person on the toggle.
+  const hadFocus = document.activeElement?.classList.contains("fold-toggle");
+  const items = todos.length ? todos.map((step) => stepItem(step, live)) : [fromTemplate("no-steps-template")];
+  if (fold.folds) items.unshift(foldRow(fold));
+  stepsList.replaceChildren(...items);
+  applyFold();
+  showJump(todos);
+  if (hadFocus && fold.folds) stepsList.querySelector(".fold-toggle").focus({ preventScroll: true });
+}
+
+stepsList.addEventListener("click", (event) => {
+  if (!event.target.closest(".fold-toggle")) return;
+  foldChoice = foldedNow(foldChoice); // folded → open, open → folded
+  applyFold();
+});
+
+function jumpToCurrent() {
+  const fold = foldPlan(shownTodos, foldAfter);
+  const item = [...stepsList.querySelectorAll(":scope > .step")].find((node) => node.dataset.id === fold.current);
+  if (!item) return;
+  const smooth = !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  item.tabIndex = -1;
+  item.focus({ preventScroll: true });
+  item.scrollIntoView({ block: "center", behavior: smooth ? "smooth" : "auto" });
+}
+
+jumpButton.addEventListener("click", jumpToCurrent);
 
 function renderList(sectionId, listId, items, build) {
   $(sectionId).hidden = items.length === 0;
@@ -337,6 +395,7 @@ function tick() {
   steering.tick(now);
 }
 chart.update({ data: latest, cursor: latest.revision });
+showJump(latest.todos);
 if (latest.revision) loadHistory();
 setInterval(tick, 1000);
 tick();

@@ -355,3 +355,59 @@ def test_it_says_so_when_notifications_are_blocked(page_for, agent, member):
     bell.click()
     expect(page.locator("#notice")).to_have_text(re.compile("Notifications are blocked"))
     expect(bell).to_have_attribute("aria-pressed", "false")
+
+
+# Where each card's "updated … ago" stands, and whether all of it shows on one line.
+UPDATED_TEXT = """() => [...document.querySelectorAll('#sessions .card')].filter((card) => card.offsetParent).map((card) => {
+  const meta = card.querySelector('.meta'), time = meta.querySelector('time');
+  const m = meta.getBoundingClientRect(), t = time.getBoundingClientRect(), c = card.getBoundingClientRect();
+  const lineHeight = parseFloat(getComputedStyle(time).fontSize) * 1.6;
+  return {
+    key: card.dataset.key, text: time.textContent, width: t.width,
+    inside: t.left >= m.left - 0.5 && t.right <= m.right + 0.5 && t.right <= c.right + 0.5,
+    oneLine: time.getClientRects().length === 1 && t.height <= lineHeight,
+    metaOneLine: m.height <= lineHeight,
+  };
+})"""
+
+
+@pytest.mark.parametrize("width", [1440, 375])
+def test_every_card_shows_how_long_ago_it_was_updated(shot, page_for, agent, asgi_server, member, width):
+    """Keys as agents make them (a Claude Code session id, a subagent's), a long project
+    name, a title beside its key, and a time in its longest words: the time stays whole."""
+    from django.utils import timezone
+
+    from todoweb.models import Session
+
+    _, raw, _ = token_create(project_slug="platform-infrastructure-team")
+    Project.objects.get(slug="platform-infrastructure-team").members.add(member)
+    platform = Agent(asgi_server.url, raw)
+    uuid = "5f0c1b9e-7a9d-4e53-9c1e-2f6d3c8b7a10"
+    agent.todo_write(uuid, PLAN)
+    agent.http.post(
+        f"/api/v1/sessions/{uuid}-titled/tool",
+        json={"tool": "TodoWrite", "title": "Migrate the billing service", "input": {"todos": []}},
+    )
+    kimi(platform, "nightly-dependency-upgrade-2025-03-01T02:00:00Z", [("Upgrade", "in_progress")])
+    fail(platform, f"{uuid}:agent-7d2e9c41")
+    for n in range(4):
+        agent.todo_write(f"run-{n}", PLAN)
+    Session.objects.filter(key="run-0").update(updated_at=timezone.now() - timezone.timedelta(minutes=59))
+    Session.objects.filter(key="run-1").update(updated_at=timezone.now() - timezone.timedelta(hours=23))
+
+    page = page_for(member, phone=width < 600)
+    page.set_viewport_size({"width": width, "height": 900 if width > 600 else 812})
+    page.goto("/")
+    wait_live(page)
+    expect(page.locator("#sessions > .card")).to_have_count(8)
+    expect(card(page, "run-0").locator("time")).to_have_text("59 min ago")
+    expect(card(page, "run-1").locator("time")).to_have_text("23 h ago")
+    shot(page, f"dashboard-updated-{width}")
+    cards = page.evaluate(UPDATED_TEXT)
+    assert len(cards) == 8
+    for seen in cards:
+        assert seen["text"].endswith("ago") or seen["text"] == "just now", seen
+        assert seen["width"] > 0 and seen["inside"] and seen["oneLine"], seen
+        assert seen["metaOneLine"], seen  # the rest of the line gives way instead
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert page.errors == []

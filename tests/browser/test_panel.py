@@ -584,3 +584,111 @@ def test_it_shows_the_newest_dropped_steps_and_all_of_them_on_request(page_for, 
     expect(page.locator("#dropped li").first.locator(".content")).to_have_text("vvvvvvvvvvvv 0")
     expect(page.locator("#dropped-more")).to_be_hidden()
     assert page.errors == []
+
+
+# --- Long plans: finished steps fold, "Jump to current step" ---
+
+
+def numbered(done: int, *, total: int) -> list[tuple[str, str]]:
+    """A plan of `total` steps, the first `done` completed, the next one in progress."""
+    return [
+        (f"Step {n:02}", "completed" if n < done else "in_progress" if n == done else "pending") for n in range(total)
+    ]
+
+
+def test_a_long_plan_folds_its_finished_steps_and_live_updates_keep_the_fold(shot, page_for, agent, member):
+    agent.todo_write("long", numbered(14, total=20))
+    page = page_for(member)
+    # Folded from the server's first render, before any script runs.
+    page.route("**/*.js", lambda route: route.abort())
+    page.goto(f"/s/{public_id('long')}/")
+    expect(page.locator(".fold-toggle")).to_have_text("14 completed steps")
+    expect(page.locator("#steps > .step.status-completed:visible")).to_have_count(0)
+    page.unroute("**/*.js")
+
+    open_panel(page, "long")
+    toggle = page.get_by_role("button", name="14 completed steps")
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(page.locator("#steps > .step:visible")).to_have_count(6)  # in progress and pending
+    expect(page.locator("#steps > .step:visible").first).to_have_text(re.compile("Step 14"))
+    shot(page, "panel-long-plan-folded")
+
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(page.locator("#steps > .step.status-completed:visible")).to_have_count(14)
+
+    # The agent moves on: the list is drawn again, and stays open as the person left it.
+    agent.todo_write("long", numbered(15, total=20))
+    expect(page.locator("#revision")).to_have_text("2")
+    toggle = page.get_by_role("button", name="15 completed steps")
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(page.locator("#steps > .step.status-completed:visible")).to_have_count(15)
+
+    toggle.click()
+    agent.todo_write("long", numbered(16, total=20))
+    expect(page.locator("#revision")).to_have_text("3")
+    expect(page.get_by_role("button", name="16 completed steps")).to_have_attribute("aria-expanded", "false")
+    expect(page.locator("#steps > .step.status-completed:visible")).to_have_count(0)
+
+    # Replaying an older revision keeps the choice too.
+    page.locator("#timeline").fill("1")
+    expect(page.locator("#panel")).to_have_attribute("data-mode", "replay")
+    expect(page.get_by_role("button", name="14 completed steps")).to_have_attribute("aria-expanded", "false")
+    expect(page.locator("#steps > .step.status-completed:visible")).to_have_count(0)
+    assert page.errors == []
+
+
+def test_a_plan_of_12_steps_does_not_fold_and_a_shorter_one_unfolds(page_for, agent, member):
+    agent.todo_write("twelve", numbered(11, total=12))
+    page = page_for(member)
+    open_panel(page, "twelve")
+    expect(page.locator(".fold-toggle")).to_have_count(0)
+    expect(page.locator("#steps > .step:visible")).to_have_count(12)
+    expect(page.locator("#jump-current")).to_be_hidden()
+
+    agent.todo_write("twelve", numbered(12, total=13))  # one more: now it folds
+    expect(page.get_by_role("button", name="12 completed steps")).to_be_visible()
+    expect(page.locator("#steps > .step:visible")).to_have_count(1)
+    agent.todo_write("twelve", numbered(3, total=5))  # shorter again: everything shows
+    expect(page.locator(".fold-toggle")).to_have_count(0)
+    expect(page.locator("#steps > .step.status-completed:visible")).to_have_count(3)
+    assert page.errors == []
+
+
+def test_jump_to_current_brings_the_step_in_progress_into_view(shot, page_for, agent, member):
+    agent.todo_write("jump", numbered(30, total=40))
+    page = page_for(member)
+    open_panel(page, "jump")
+    page.get_by_role("button", name="30 completed steps").click()  # the list is long now
+    current = page.locator("#steps > .step.status-in_progress")
+    expect(current).to_have_text(re.compile("Step 30"))
+    expect(current).not_to_be_in_viewport()
+
+    page.get_by_role("button", name="Jump to current step").click()
+    expect(current).to_be_in_viewport()
+    expect(current).to_be_focused()
+    shot(page, "panel-long-plan-jumped")
+
+    # Live: the next step in progress is the one it jumps to.
+    page.evaluate("window.scrollTo(0, 0)")
+    agent.todo_write("jump", numbered(31, total=40))
+    current = page.locator("#steps > .step.status-in_progress")
+    expect(current).to_have_text(re.compile("Step 31"))
+    expect(current).not_to_be_in_viewport()
+    page.get_by_role("button", name="Jump to current step").click()
+    expect(current).to_be_in_viewport()
+
+    # On a phone too: the control fits beside the plan's heading, and works.
+    page.set_viewport_size({"width": 375, "height": 812})
+    page.evaluate("window.scrollTo(0, 0)")
+    jump = page.get_by_role("button", name="Jump to current step")
+    assert jump.bounding_box()["x"] + jump.bounding_box()["width"] <= 375
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    expect(current).not_to_be_in_viewport()
+    jump.click()
+    expect(current).to_be_in_viewport()
+
+    # Nothing in progress: nothing to jump to.
+    agent.todo_write("jump", [(f"Step {n:02}", "completed") for n in range(40)])
+    expect(page.locator("#jump-current")).to_be_hidden()
+    assert page.errors == []

@@ -20,8 +20,10 @@ import yaml
 
 from tests.servers import ROOT, base_env, free_port
 
-COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())
+COMPOSE_TEXT = (ROOT / "compose.yaml").read_text()
+COMPOSE = yaml.safe_load(COMPOSE_TEXT)
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
+ENV_EXAMPLE = (ROOT / ".env.example").read_text()
 
 
 def default(value: str) -> str:
@@ -46,6 +48,62 @@ def test_compose_runs_the_app_on_several_workers_with_postgres_redis_and_a_daily
     assert "/readyz" in " ".join(app["healthcheck"]["test"])
     assert "manage.py prune" in " ".join(prune["command"]) and "sleep 86400" in " ".join(prune["command"])
     assert services["db"]["image"].startswith("postgres:") and services["redis"]["image"].startswith("redis:")
+
+
+def env_file(text: str) -> dict[str, str]:
+    """The settings of a `.env` file as compose reads them (KEY=VALUE lines; # comments)."""
+    pairs = (line.split("=", 1) for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def make_env_command() -> str:
+    """The command .env.example gives to make `.env` from it."""
+    [command] = [line.removeprefix("#").strip() for line in ENV_EXAMPLE.splitlines() if "> .env" in line]
+    return command
+
+
+def test_the_secret_key_comes_from_env_and_nothing_starts_without_one():
+    # compose reads `.env` beside compose.yaml for ${…}; `:?` refuses an unset or empty key.
+    for name, service in COMPOSE["services"].items():
+        if name in {"db", "redis"}:
+            continue
+        key = service["environment"]["SECRET_KEY"]
+        assert re.fullmatch(r"\$\{SECRET_KEY:\?[^}]*\.env[^}]*\}", key), (name, key)
+    # The example holds no key to reuse: a copy left as it is does not start.
+    assert env_file(ENV_EXAMPLE) == {"SECRET_KEY": ""}
+    assert "secrets.token_urlsafe(50)" in ENV_EXAMPLE
+
+
+def test_every_setting_compose_takes_is_in_the_example_with_its_default():
+    taken = dict(re.findall(r"\$\{(\w+)(?::-([^}]*))?", COMPOSE_TEXT))
+    assert set(taken) == {
+        "SECRET_KEY",
+        "ALLOWED_HOSTS",
+        "CSRF_TRUSTED_ORIGINS",
+        "WORKERS",
+        "FORWARDED_ALLOW_IPS",
+        "PORT",
+    }
+    example = env_file("\n".join(line.removeprefix("#") for line in ENV_EXAMPLE.splitlines() if "=" in line))
+    for name, fallback in taken.items():
+        assert name in example, name
+        if fallback:
+            assert example[name] == fallback, (name, example[name], fallback)
+
+
+def test_the_examples_command_makes_a_key_once_and_keeps_it(tmp_path):
+    (tmp_path / ".env.example").write_text(ENV_EXAMPLE)
+
+    def make_env() -> dict[str, str]:
+        run = subprocess.run(["sh", "-c", make_env_command()], cwd=tmp_path, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        return env_file((tmp_path / ".env").read_text())
+
+    first = make_env()
+    assert re.fullmatch(r"[\w-]{60,}", first["SECRET_KEY"]), first
+    assert make_env() == first  # run again (an upgrade, a restart): the same key
+    (tmp_path / ".env").unlink()
+    assert make_env()["SECRET_KEY"] != first["SECRET_KEY"]  # a new .env gets a new key
 
 
 def test_the_image_runs_as_a_user_with_static_files_collected_at_build():

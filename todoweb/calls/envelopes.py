@@ -15,6 +15,8 @@ from typing import Any
 
 from todoweb.calls.errors import InvalidInput, InvalidJson
 from todoweb.calls.jsonio import JsonError, UnacceptableJson, parse
+from todoweb.calls.titles import call_title
+from todoweb.calls.titles import checked as checked_title
 from todoweb.dialects.base import UNPARSED, compact_json
 
 EXPECTED = (
@@ -34,6 +36,7 @@ class ToolCall:
     # Why `args` is UNPARSED: raised unless the dialect reads the raw text itself.
     args_problem: InvalidInput | None = field(default=None, compare=False)
     dialect: str | None = None  # the dialect the caller forced (`?dialect=`, or the plain form's field)
+    title: str | None = None  # the session's title the caller gave with the call (calls.titles), cleaned
 
     def fingerprint(self) -> str:
         # The call id is part of the body: reusing an Idempotency-Key for another
@@ -41,6 +44,9 @@ class ToolCall:
         body = [self.tool, self.call_id, self.raw if self.args is UNPARSED else self.args]
         if self.dialect:
             body.append(self.dialect)
+        if self.title:
+            # Last and only when given: the keys of calls without a title keep their fingerprint.
+            body.append({"title": self.title})
         return hashlib.sha256(compact_json(body).encode()).hexdigest()
 
     def reply(self, content: str, *, is_error: bool = False) -> dict[str, Any]:
@@ -73,6 +79,15 @@ def parse_call(body: Any, *, dialect: str | None = None) -> ToolCall:
         if not isinstance(dialect, str):
             raise InvalidInput("'dialect' must be a string naming a dialect")
     return replace(call, dialect=dialect) if dialect else call
+
+
+def with_title(call: ToolCall, body: dict[str, Any], *, header: str | None, query: str | None) -> ToolCall:
+    """The call with the session title its caller gave: the plain form's `"title"`, else
+    the X-Todoweb-Title header, else `?title=` (calls.titles); each one given is checked."""
+    title = call_title(header, query)
+    if call.form == "plain" and "title" in body:
+        title = checked_title(body["title"], "'title'") or title
+    return replace(call, title=title) if title else call
 
 
 def envelope(body: dict[str, Any]) -> ToolCall:

@@ -142,7 +142,8 @@ def record_once(project: Project, request: CallRequest, dialect: Dialect, row: S
         dialect=dialect.NAME,
         raw_input=call.raw if call.args is UNPARSED else call.args,
         call_id=call.call_id or "",
-        title=outcome.title,
+        # The caller's title (calls.titles) before the one the tool's input carries.
+        title=call.title or outcome.title,
         default_title=request.default_title,
         warnings=outcome.warnings,
         removed=outcome.removed,

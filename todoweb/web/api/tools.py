@@ -10,7 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema
 
 from todoweb import dialects
-from todoweb.calls.envelopes import parse_call
+from todoweb.calls import titles
+from todoweb.calls.envelopes import parse_call, with_title
 from todoweb.calls.errors import ApiError, InvalidInput
 from todoweb.web.api.body import json_body, oversized_call
 from todoweb.web.api.errors import error_response
@@ -86,6 +87,12 @@ TOOL_CALL_BODY = {
                                 "tool": TOOL_NAME,
                                 "id": {"type": ["string", "integer", "null"]},
                                 "input": {},
+                                "title": {
+                                    "type": ["string", "null"],
+                                    "maxLength": titles.TITLE_MAX_CHARS,
+                                    "description": "The session's title (wins over the "
+                                    f"{titles.HEADER} header and ?title=)",
+                                },
                             },
                         },
                     ]
@@ -106,12 +113,37 @@ TOOL_CALL_BODY = {
 }
 
 
+TITLE_DESCRIPTION = (
+    f"The session's title, set by this write (at most {titles.TITLE_MAX_CHARS} characters; control characters and"
+    " runs of whitespace become one space). The plain form's `title` field wins over the header, the header over"
+    " the query parameter."
+)
+TITLE_PARAMETERS = {
+    "parameters": [
+        {
+            "in": "header",
+            "name": titles.HEADER,
+            "required": False,
+            "description": TITLE_DESCRIPTION + " UTF-8, or RFC 8187's `UTF-8''` followed by percent-escapes.",
+            "schema": {"type": "string", "maxLength": titles.TITLE_MAX_CHARS},
+        },
+        {
+            "in": "query",
+            "name": "title",
+            "required": False,
+            "description": TITLE_DESCRIPTION,
+            "schema": {"type": "string", "maxLength": titles.TITLE_MAX_CHARS},
+        },
+    ]
+}
+
+
 @router.post(
     "/sessions/{session_key}/tool",
     # The token is checked in the view, once the call is read, so that a 401 or 429
     # still carries the reply for the model; the docs show the bearer scheme all the same.
     auth=None,
-    openapi_extra=TOOL_CALL_BODY | {"security": [{"TokenAuth": []}]},
+    openapi_extra=TOOL_CALL_BODY | TITLE_PARAMETERS | {"security": [{"TokenAuth": []}]},
     summary="Run one todo tool call",
 )
 async def post_tool_call(
@@ -122,7 +154,8 @@ async def post_tool_call(
 ) -> HttpResponse:
     """Validate one tool call, write a revision if it changes the plan, and answer with
     the text for the model (`output`), the reply in the caller's format and the data.
-    `dialect` forces a dialect where several share the tool's name."""
+    `dialect` forces a dialect where several share the tool's name; a title (the plain
+    form's field, the X-Todoweb-Title header or `title`) names the session."""
     call = None
     try:
         try:
@@ -132,6 +165,7 @@ async def post_tool_call(
                 call = oversized_call(request)  # the model is told its list is too large
             raise
         call = parse_call(body, dialect=dialect)
+        call = with_title(call, body, header=request.headers.get(titles.HEADER), query=request.GET.get("title"))
         # Before the key reaches a query: PostgreSQL refuses text with a NUL in it.
         check_key(session_key)
         write = CallRequest(
