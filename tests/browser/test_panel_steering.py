@@ -375,8 +375,10 @@ def test_hostile_text_is_shown_as_the_text_it_is(page_for, agent, member):
     # Live: a note sent from the box, a question asked while the page is open.
     page.get_by_label(re.compile("^Message the agent")).fill(HOSTILE)
     page.get_by_role("button", name="Send").click()
+    # The box's answer came: the note is saved (telling before that would find nothing).
+    expect(page.get_by_label(re.compile("^Message the agent"))).to_have_value("")
     question = ask(agent, "hostile", kind="permission", tool_name=HOSTILE, text=HOSTILE, detail=HOSTILE)
-    agent.http.post("/api/v1/sessions/hostile/tell", json={"route": ROUTE})
+    assert agent.http.post("/api/v1/sessions/hostile/tell", json={"route": ROUTE}).json()["told"]
 
     def check() -> None:
         note = page.locator("#messages .message").first
