@@ -5,13 +5,14 @@ share links, webhooks, policy), all through the real URLs and middleware."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
 from tests.test_board_actions import PLAN, panel_config
-from todoweb.models import Membership, Project, Session, ShareLink
+from todoweb.models import ApiToken, Membership, Project, Session, ShareLink
 
 ACTIONS = ["rename", "close", "reopen", "archive", "share", "share/revoke", "edits", "note", "answer"]
 
@@ -127,3 +128,158 @@ def test_a_non_member_gets_404_for_the_panel_and_its_actions(outsider, session):
     client = logged_in(outsider)
     assert client.get(session.get_absolute_url()).status_code == 404
     assert client.post(f"/s/{session.public_id}/actions/close").status_code == 404
+
+
+# --- who reaches the settings --------------------------------------------------------
+
+
+def pages(project: Project) -> list[str]:
+    return [f"/team/{project.slug}/{tab}/" for tab in ("members", "tokens", "links", "webhooks", "policy")]
+
+
+def test_the_header_links_admins_to_the_settings_and_staff_to_the_admin(admin, editor, viewer, staff, session):
+    for user, team, django_admin in (
+        (admin, True, False),
+        (editor, False, False),
+        (viewer, False, False),
+        (staff, True, True),
+    ):
+        html = logged_in(user).get("/").content.decode()
+        assert ('href="/team/"' in html) is team, user
+        assert ('href="/admin/"' in html) is django_admin, user
+
+
+def test_an_admin_reaches_every_page_of_their_project(admin, project):
+    client = logged_in(admin)
+    index = client.get("/team/")
+    assert index.status_code == 200 and f'href="/team/{project.slug}/members/"' in index.content.decode()
+    assert client.get(f"/team/{project.slug}/").url == f"/team/{project.slug}/members/"
+    for url in pages(project):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert response["Cache-Control"].startswith("max-age=0") or "no-cache" in response["Cache-Control"]
+
+
+def test_members_who_are_not_admins_get_403_and_others_404(editor, viewer, outsider, project):
+    for user in (editor, viewer):
+        client = logged_in(user)
+        assert client.get("/team/").status_code == 403
+        for url in pages(project):
+            response = client.get(url)
+            assert response.status_code == 403, url
+            assert "not one of its admins" in response.content.decode()
+        assert client.post(f"/team/{project.slug}/tokens/", {"name": "x", "scope": "write"}).status_code == 403
+    client = logged_in(outsider)
+    for url in pages(project):
+        assert client.get(url).status_code == 404
+    assert client.post(f"/team/{project.slug}/tokens/", {"name": "x", "scope": "write"}).status_code == 404
+    assert not ApiToken.objects.filter(project=project).exists()
+
+
+def test_a_logged_out_visitor_is_sent_to_log_in(client, project):
+    response = client.get(f"/team/{project.slug}/members/")
+    assert response.status_code == 302 and response.url.startswith("/accounts/login/")
+
+
+def test_staff_run_every_project_without_being_members(staff, project, outsider):
+    client = logged_in(staff)
+    html = client.get("/team/").content.decode()
+    assert "/team/alpha/members/" in html and "/team/other/members/" in html
+    for url in pages(project) + pages(Project.objects.get(slug="other")):
+        assert client.get(url).status_code == 200, url
+
+
+def test_the_forms_need_the_csrf_token(admin, project):
+    client = logged_in(admin, csrf=True)
+    assert client.post(f"/team/{project.slug}/tokens/", {"name": "x", "scope": "write"}).status_code == 403
+    page = client.get(f"/team/{project.slug}/tokens/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode()).group(1)
+    made = client.post(f"/team/{project.slug}/tokens/", {"name": "x", "scope": "write", "csrfmiddlewaretoken": token})
+    assert made.status_code == 201
+
+
+def test_the_project_switcher_goes_to_a_project_the_user_runs(staff, project, outsider):
+    client = logged_in(staff)
+    assert client.get("/team/?project=other").url == "/team/other/members/"
+    assert client.get("/team/?project=nope").status_code == 200
+
+
+# --- members -------------------------------------------------------------------------
+
+
+def test_an_admin_adds_a_member_by_username_or_e_mail(admin, project):
+    User.objects.create_user("newbie", email="New.Bie@Example.com")
+    User.objects.create_user("other", email="other@example.com")
+    client = logged_in(admin)
+    url = f"/team/{project.slug}/members/"
+    response = client.post(url, {"who": "newbie", "role": "viewer"}, follow=True)
+    assert "newbie is now a member (viewer)." in response.content.decode()
+    assert Membership.objects.get(user__username="newbie").role == "viewer"
+    client.post(url, {"who": "OTHER@example.com", "role": "editor"})
+    assert Membership.objects.get(user__username="other").role == "editor"
+
+
+@pytest.mark.parametrize(
+    ("who", "role", "message"),
+    [
+        ("", "editor", "This field is required."),
+        ("ghost", "editor", "No active account is called ghost or has that e-mail"),
+        ("ada", "editor", "ada is a member already"),
+        ("twin@example.com", "editor", "Several accounts have the e-mail twin@example.com"),
+        ("sleepy", "editor", "No active account is called sleepy"),
+        ("newbie", "owner", "Select a valid choice."),
+    ],
+)
+def test_adding_a_member_says_what_is_wrong(admin, project, who, role, message):
+    User.objects.create_user("newbie")
+    User.objects.create_user("twin1", email="twin@example.com")
+    User.objects.create_user("twin2", email="TWIN@example.com")
+    User.objects.create_user("sleepy", is_active=False)
+    response = logged_in(admin).post(f"/team/{project.slug}/members/", {"who": who, "role": role})
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert Membership.objects.filter(project=project).count() == 1
+
+
+def test_names_are_escaped(admin, project):
+    User.objects.create_user("x", first_name="<script>alert(1)</script>", email="a<b>@example.com")
+    logged_in(admin).post(f"/team/{project.slug}/members/", {"who": "x", "role": "viewer"})
+    html = logged_in(admin).get(f"/team/{project.slug}/members/").content.decode()
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_an_admin_changes_a_role_and_removes_a_member_after_confirming(admin, editor, project):
+    client = logged_in(admin)
+    response = client.post(f"/team/{project.slug}/members/{editor.pk}/role", {"role": "viewer"}, follow=True)
+    assert "eddie is now viewer." in response.content.decode()
+    assert Membership.objects.get(user=editor).role == "viewer"
+    confirm = client.get(f"/team/{project.slug}/members/{editor.pk}/remove")
+    assert confirm.status_code == 200 and "Remove eddie from alpha?" in confirm.content.decode()
+    assert Membership.objects.filter(user=editor).exists()  # asking removes nothing
+    client.post(f"/team/{project.slug}/members/{editor.pk}/remove")
+    assert not Membership.objects.filter(user=editor).exists()
+    assert client.post(f"/team/{project.slug}/members/{editor.pk}/role", {"role": "admin"}).status_code == 404
+
+
+def test_the_last_admin_may_not_leave_but_staff_may_take_them_off(admin, staff, project):
+    client = logged_in(admin)
+    response = client.post(f"/team/{project.slug}/members/{admin.pk}/role", {"role": "editor"}, follow=True)
+    assert "ada is the project&#x27;s only admin" in response.content.decode()
+    client.post(f"/team/{project.slug}/members/{admin.pk}/remove")
+    assert Membership.objects.get(user=admin).role == "admin"
+    logged_in(staff).post(f"/team/{project.slug}/members/{admin.pk}/role", {"role": "editor"})
+    assert Membership.objects.get(user=admin).role == "editor"
+
+
+def test_an_admin_who_leaves_goes_back_to_the_dashboard(admin, project):
+    second = user_in(project, "bea", Membership.Role.ADMIN)
+    response = logged_in(admin).post(f"/team/{project.slug}/members/{admin.pk}/remove")
+    assert response.url == "/"
+    assert list(Membership.objects.values_list("user", flat=True)) == [second.pk]
+
+
+def test_members_of_another_project_are_out_of_reach(admin, project, outsider):
+    client = logged_in(admin)
+    assert client.post(f"/team/{project.slug}/members/{outsider.pk}/role", {"role": "viewer"}).status_code == 404
+    assert client.post(f"/team/{project.slug}/members/{outsider.pk}/remove").status_code == 404
+    assert Membership.objects.get(user=outsider).role == "admin"
