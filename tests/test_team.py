@@ -13,6 +13,7 @@ from django.test import Client
 
 from tests.test_board_actions import PLAN, panel_config
 from todoweb.models import ApiToken, Membership, Project, Session, ShareLink
+from todoweb.writes.tokens import token_create
 
 ACTIONS = ["rename", "close", "reopen", "archive", "share", "share/revoke", "edits", "note", "answer"]
 
@@ -283,3 +284,236 @@ def test_members_of_another_project_are_out_of_reach(admin, project, outsider):
     assert client.post(f"/team/{project.slug}/members/{outsider.pk}/role", {"role": "viewer"}).status_code == 404
     assert client.post(f"/team/{project.slug}/members/{outsider.pk}/remove").status_code == 404
     assert Membership.objects.get(user=outsider).role == "admin"
+
+
+# --- tokens --------------------------------------------------------------------------
+
+
+def test_an_admin_creates_a_token_shown_once_and_revokes_it_after_confirming(admin, project, client):
+    admin_client = logged_in(admin)
+    url = f"/team/{project.slug}/tokens/"
+    made = admin_client.post(url, {"name": "CI <bot>", "scope": "read"})
+    assert made.status_code == 201
+    html = made.content.decode()
+    raw = re.search(r'id="revealed-value" class="secret" readonly value="(tw_[^"]+)"', html).group(1)
+    assert "CI &lt;bot&gt;" in html and "CI <bot>" not in html
+    token = ApiToken.objects.get(project=project)
+    assert (token.name, token.scope, token.prefix) == ("CI <bot>", "read", raw[:10])
+    # Shown once: the list never shows it again.
+    assert raw not in admin_client.get(url).content.decode()
+    # It works, read only.
+    sessions = client.get("/api/v1/sessions", headers={"Authorization": f"Bearer {raw}"})
+    assert sessions.status_code == 200
+
+    revoke = f"/team/{project.slug}/tokens/{token.pk}/revoke"
+    confirm = admin_client.get(revoke)
+    assert confirm.status_code == 200 and "Revoke the token CI &lt;bot&gt;" in confirm.content.decode()
+    assert ApiToken.objects.get(pk=token.pk).revoked_at is None
+    done = admin_client.post(revoke, follow=True)
+    assert "Revoked the token" in done.content.decode()
+    assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
+    assert client.get("/api/v1/sessions", headers={"Authorization": f"Bearer {raw}"}).status_code == 401
+    listed = admin_client.get(url).content.decode()
+    assert "revoked" in listed and f"/tokens/{token.pk}/revoke" not in listed
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [({"scope": "write"}, "This field is required."), ({"name": "x", "scope": "admin"}, "Select a valid choice.")],
+)
+def test_a_bad_token_form_says_why_and_makes_nothing(admin, project, body, message):
+    response = logged_in(admin).post(f"/team/{project.slug}/tokens/", body)
+    assert response.status_code == 400 and message in response.content.decode()
+    assert not ApiToken.objects.exists()
+
+
+def test_tokens_of_another_project_are_out_of_reach(admin, project, outsider):
+    token_create(project_slug="other")
+    other = ApiToken.objects.get(project__slug="other")
+    client = logged_in(admin)
+    assert other.prefix not in client.get(f"/team/{project.slug}/tokens/").content.decode()
+    assert client.post(f"/team/{project.slug}/tokens/{other.pk}/revoke").status_code == 404
+    assert client.post(f"/team/other/tokens/{other.pk}/revoke").status_code == 404
+    assert ApiToken.objects.get(pk=other.pk).revoked_at is None
+
+
+# --- share links ---------------------------------------------------------------------
+
+
+def share(api, key: str = "run-1") -> str:
+    response = api.post(f"/api/v1/sessions/{key}/share", {})
+    assert response.status_code == 201
+    return response.json()["url"]
+
+
+def test_an_admin_lists_and_revokes_a_share_link(admin, api, session, client):
+    first, second = share(api), share(api)
+    admin_client = logged_in(admin)
+    url = f"/team/{session.project.slug}/links/"
+    html = admin_client.get(url).content.decode()
+    assert html.count('/revoke"') == 2 and "expires in" in html and session.key in html
+    assert "sh_" not in html  # the raw links stay with whoever made them
+    link = ShareLink.objects.order_by("pk").first()
+    confirm = admin_client.get(f"{url}{link.pk}/revoke")
+    assert confirm.status_code == 200 and "Revoke this share link?" in confirm.content.decode()
+    assert client.get(first).status_code == 200
+    admin_client.post(f"{url}{link.pk}/revoke")
+    assert client.get(first).status_code == 403 and client.get(second).status_code == 200
+    listed = admin_client.get(url).content.decode()
+    assert 'id="ended-links"' in listed and "revoked" in listed
+
+
+def test_revoke_all_asks_first_then_ends_every_link_of_the_project(admin, api, session, client, project):
+    links = [share(api), share(api)]
+    other = Project.objects.create(name="O", slug="o")
+    untouched = ShareLink.objects.create(
+        session=Session.objects.create(project=other, key="x"),
+        digest="d",
+        expires_at=ShareLink.objects.first().expires_at,
+    )
+    admin_client = logged_in(admin)
+    confirm = admin_client.get(f"/team/{project.slug}/links/revoke-all")
+    assert confirm.status_code == 200 and "2 links stop working" in confirm.content.decode()
+    assert all(client.get(link).status_code == 200 for link in links)
+    done = admin_client.post(f"/team/{project.slug}/links/revoke-all", follow=True)
+    assert "Revoked 2 links." in done.content.decode()
+    assert all(client.get(link).status_code == 403 for link in links)
+    assert ShareLink.objects.get(pk=untouched.pk).revoked_at is None
+    # Nothing left to revoke: the page says so rather than asking.
+    again = admin_client.get(f"/team/{project.slug}/links/revoke-all", follow=True)
+    assert "nothing to revoke" in again.content.decode()
+
+
+# --- webhooks ------------------------------------------------------------------------
+
+
+def test_an_admin_adds_an_endpoint_sees_its_secret_once_tests_it_and_deletes_it(admin, project):
+    from tests.test_webhooks import run_queue
+    from tests.webhook_receiver import Receiver
+    from todoweb.webhooks import enqueue
+
+    enqueue._cache.clear()
+    client = logged_in(admin)
+    url = f"/team/{project.slug}/webhooks/"
+    with Receiver() as receiver:
+        made = client.post(
+            url, {"url": receiver.url, "events": ["session.completed", "step.failed"], "format": "standard"}
+        )
+        assert made.status_code == 201
+        secret = re.search(r'value="(whsec_[^"]+)"', made.content.decode()).group(1)
+        listed = client.get(url).content.decode()
+        assert secret not in listed and receiver.url in listed and "session.completed, step.failed" in listed
+        endpoint = project.webhooks.get()
+        assert endpoint.secret == secret and endpoint.site_url == "http://testserver"
+
+        sent = client.post(f"{url}{endpoint.pk}/test", follow=True)
+        assert "A test event is on its way" in sent.content.decode()
+        assert run_queue() == 1
+        (got,) = receiver.wait_for(1)
+        assert got.json()["type"] == "webhook.test"
+        log = client.get(url).content.decode()
+        assert "webhook.test" in log and "delivered" in log and "<strong>200</strong>" in log and " ms" in log
+
+    confirm = client.get(f"{url}{endpoint.pk}/delete")
+    assert confirm.status_code == 200 and "Delete this webhook endpoint?" in confirm.content.decode()
+    assert project.webhooks.exists()
+    client.post(f"{url}{endpoint.pk}/delete")
+    assert not project.webhooks.exists()
+    enqueue._cache.clear()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            {"url": "ftp://x.example/", "events": ["session.idle"], "format": "standard"},
+            "url: an http or https address",
+        ),
+        ({"url": "https://x.example/", "format": "standard"}, "Choose at least one event."),
+        ({"url": "https://x.example/", "events": ["nope"], "format": "standard"}, "Select a valid choice."),
+        ({"url": "https://x.example/", "events": ["session.idle"], "format": "teams"}, "Select a valid choice."),
+    ],
+)
+def test_a_bad_endpoint_says_why_and_makes_nothing(admin, project, body, message):
+    response = logged_in(admin).post(f"/team/{project.slug}/webhooks/", body)
+    assert response.status_code == 400 and message in response.content.decode()
+    assert not project.webhooks.exists()
+
+
+def test_a_private_address_is_refused_unless_allowed(admin, project, settings):
+    settings.TODOWEB_WEBHOOKS_ALLOW_PRIVATE = False
+    body = {"url": "http://127.0.0.1:9/hook", "events": ["session.created"], "format": "slack"}
+    response = logged_in(admin).post(f"/team/{project.slug}/webhooks/", body)
+    assert response.status_code == 400 and "TODOWEB_WEBHOOKS_ALLOW_PRIVATE" in response.content.decode()
+
+
+def test_a_disabled_endpoint_shows_why_and_is_enabled_again(admin, project):
+    from django.utils import timezone
+
+    from todoweb.webhooks import endpoints
+
+    endpoint = endpoints.create(project, url="https://x.example/in", wanted=["session.created"])
+    endpoint.disabled_at = timezone.now()
+    endpoint.disabled_reason = "Every delivery failed for 3 days: <HTTP 500>"
+    endpoint.save()
+    client = logged_in(admin)
+    url = f"/team/{project.slug}/webhooks/"
+    html = client.get(url).content.decode()
+    assert "disabled" in html and "&lt;HTTP 500&gt;" in html and "Enable again" in html
+    client.post(f"{url}{endpoint.pk}/enable")
+    assert project.webhooks.get().disabled_at is None
+    assert "Enable again" not in client.get(url).content.decode()
+
+
+def test_endpoints_of_another_project_are_out_of_reach(admin, project, outsider):
+    from todoweb.webhooks import endpoints
+
+    other = endpoints.create(Project.objects.get(slug="other"), url="https://x.example/in", wanted=["session.created"])
+    client = logged_in(admin)
+    assert "x.example" not in client.get(f"/team/{project.slug}/webhooks/").content.decode()
+    for action in ("test", "enable", "delete"):
+        assert client.post(f"/team/{project.slug}/webhooks/{other.pk}/{action}").status_code == 404
+    assert other.deliveries.count() == 0 and type(other).objects.filter(pk=other.pk).exists()
+
+
+# --- policy --------------------------------------------------------------------------
+
+
+def test_an_admin_edits_the_policy_and_the_next_write_follows_it(admin, project, api):
+    client = logged_in(admin)
+    url = f"/team/{project.slug}/policy/"
+    body = {
+        "name": "Alpha team",
+        "single_in_progress": "reject",
+        "max_items": "2",
+        "max_content_chars": "50",
+        "reply_style": "native",
+    }
+    saved = client.post(url, body, follow=True)
+    assert "Policy saved" in saved.content.decode()
+    project.refresh_from_db()
+    assert (project.name, project.single_in_progress, project.max_items, project.reply_style) == (
+        "Alpha team",
+        "reject",
+        2,
+        "native",
+    )
+    refused = api.call("run-9", "TodoWrite", {"todos": PLAN})
+    assert refused.status_code == 422 and "at most 2" in refused.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("max_items", "0"), ("max_items", "many"), ("max_content_chars", "0"), ("reply_style", "loud")]
+)
+def test_a_bad_policy_says_why_and_keeps_the_old_one(admin, project, field, value):
+    body = {
+        "name": "Alpha",
+        "single_in_progress": "warn",
+        "max_items": "100",
+        "max_content_chars": "2000",
+        "reply_style": "checklist",
+    }
+    response = logged_in(admin).post(f"/team/{project.slug}/policy/", body | {field: value})
+    assert response.status_code == 400 and 'class="error"' in response.content.decode()
+    project.refresh_from_db()
+    assert (project.max_items, project.max_content_chars, project.reply_style) == (100, 2000, "checklist")
