@@ -3,9 +3,9 @@
 `/team/` lists the projects the user runs; `/team/<slug>/…` has a page per area:
 members and their roles, API tokens, share links, webhook endpoints, and the policy.
 Plain server-rendered forms with Django's CSRF check: they work without JavaScript.
-A change answers with a redirect to its page and a message; what is shown once (a new
-token, a webhook's secret) is rendered in the answer to the POST itself and kept
-nowhere else. Destructive actions ask first, on a page of their own (GET), and act on
+A change answers with a redirect to its page and a message (so a reload repeats
+nothing); what is shown once (a new token, a webhook's secret) waits in the login's
+server-side session for that one page, which takes it out. Destructive actions ask first, on a page of their own (GET), and act on
 its POST. A member who is not an admin of the project gets 403, anyone else 404.
 """
 
@@ -107,6 +107,24 @@ def confirm_page(
 
 def back_to(project: Project, tab: str) -> HttpResponse:
     return redirect(reverse(f"team-{tab}", args=[project.slug]))
+
+
+REVEAL_KEY = "todoweb_team_reveal"
+
+
+def reveal_next(request: HttpRequest, project: Project, kind: str, value: str) -> None:
+    """Keep what is shown once for the next page of this project's `kind` (the login's
+    session is stored on the server: the value never rides in a cookie)."""
+    request.session[REVEAL_KEY] = {"project": project.pk, "kind": kind, "value": value}
+
+
+def revealed(request: HttpRequest, project: Project, kind: str) -> str:
+    """What is to be shown once on this page, taken out of the session ("": nothing)."""
+    kept = request.session.get(REVEAL_KEY)
+    if not isinstance(kept, dict) or kept.get("project") != project.pk or kept.get("kind") != kind:
+        return ""
+    del request.session[REVEAL_KEY]
+    return str(kept.get("value", ""))
 
 
 def when(iso: str | None) -> datetime | None:
@@ -231,11 +249,10 @@ class TokenForm(forms.Form):
     scope = forms.ChoiceField(choices=ApiToken.Scope.choices, initial=ApiToken.Scope.WRITE)
 
 
-def tokens_page(
-    request: HttpRequest, project: Project, form: TokenForm, *, status: int = 200, revealed: str = ""
-) -> HttpResponse:
+def tokens_page(request: HttpRequest, project: Project, form: TokenForm, *, status: int = 200) -> HttpResponse:
     tokens = ApiToken.objects.filter(project=project).order_by("revoked_at", "-created_at")
-    return team_page(request, project, "tokens", {"tokens": tokens, "form": form, "revealed": revealed}, status=status)
+    shown = revealed(request, project, "token") if request.method == "GET" else ""
+    return team_page(request, project, "tokens", {"tokens": tokens, "form": form, "revealed": shown}, status=status)
 
 
 @for_project_admin
@@ -247,8 +264,10 @@ def tokens(request: HttpRequest, project: Project) -> HttpResponse:
     form = TokenForm(request.POST)
     if not form.is_valid():
         return tokens_page(request, project, form, status=400)
-    _, raw = project_token_create(project, name=form.cleaned_data["name"], scope=form.cleaned_data["scope"])
-    return tokens_page(request, project, TokenForm(), status=201, revealed=raw)
+    token, raw = project_token_create(project, name=form.cleaned_data["name"], scope=form.cleaned_data["scope"])
+    reveal_next(request, project, "token", raw)
+    messages.success(request, f"Created the {token.scope} token {token.name}.")
+    return back_to(project, "tokens")
 
 
 @for_project_admin
@@ -357,9 +376,7 @@ class WebhookForm(forms.Form):
     format = forms.ChoiceField(choices=WebhookEndpoint.Format.choices, initial=WebhookEndpoint.Format.STANDARD)
 
 
-def webhooks_page(
-    request: HttpRequest, project: Project, form: WebhookForm, *, status: int = 200, revealed: str = ""
-) -> HttpResponse:
+def webhooks_page(request: HttpRequest, project: Project, form: WebhookForm, *, status: int = 200) -> HttpResponse:
     shown = []
     rows = {endpoint.pk: endpoint for endpoint in WebhookEndpoint.objects.filter(project=project)}
     for data in endpoints_data(project):
@@ -381,7 +398,7 @@ def webhooks_page(
         {
             "endpoints": shown,
             "form": form,
-            "revealed": revealed,
+            "revealed": revealed(request, project, "webhook") if request.method == "GET" else "",
             "max_endpoints": webhook_endpoints.MAX_ENDPOINTS,
         },
         status=status,
@@ -409,7 +426,9 @@ def webhooks(request: HttpRequest, project: Project) -> HttpResponse:
             field = (error.details or {}).get("field")
             form.add_error(field if field in form.fields else None, error.message)
         else:
-            return webhooks_page(request, project, WebhookForm(), status=201, revealed=endpoint.secret)
+            reveal_next(request, project, "webhook", endpoint.secret)
+            messages.success(request, f"Added the endpoint {endpoint.url}.")
+            return back_to(project, "webhooks")
     return webhooks_page(request, project, form, status=400)
 
 
