@@ -519,3 +519,41 @@ def test_a_bad_policy_says_why_and_keeps_the_old_one(admin, project, field, valu
     assert response.status_code == 400 and 'class="error"' in response.content.decode()
     project.refresh_from_db()
     assert (project.max_items, project.max_content_chars, project.reply_style) == (100, 2000, "checklist")
+
+
+# --- the admin -----------------------------------------------------------------------
+
+
+def test_staff_set_members_and_roles_in_the_admin(project, editor):
+    root = User.objects.create_superuser("root", "", "pw")
+    client = logged_in(root)
+    url = f"/admin/todoweb/project/{project.pk}/change/"
+    page = client.get(url)
+    assert page.status_code == 200 and "viewers watch; editors also act on sessions" in page.content.decode()
+    newbie = User.objects.create_user("newbie")
+    existing = Membership.objects.get(user=editor)
+    body = {
+        "name": project.name,
+        "slug": project.slug,
+        "single_in_progress": "warn",
+        "max_items": "100",
+        "max_content_chars": "2000",
+        "reply_style": "checklist",
+        "memberships-TOTAL_FORMS": "2",
+        "memberships-INITIAL_FORMS": "1",
+        "memberships-MIN_NUM_FORMS": "0",
+        "memberships-MAX_NUM_FORMS": "1000",
+        "memberships-0-id": str(existing.pk),
+        "memberships-0-project": str(project.pk),
+        "memberships-0-user": str(editor.pk),
+        "memberships-0-role": "viewer",
+        "memberships-1-project": str(project.pk),
+        "memberships-1-user": str(newbie.pk),
+        "memberships-1-role": "admin",
+    }
+    response = client.post(url, body)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert dict(Membership.objects.filter(project=project).values_list("user__username", "role")) == {
+        "eddie": "viewer",
+        "newbie": "admin",
+    }
