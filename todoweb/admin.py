@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from todoweb.calls.errors import InvalidInput
-from todoweb.models import ApiToken, Project, Revision, Session, ShareLink, WebhookDelivery, WebhookEndpoint
+from todoweb.models import ApiToken, Membership, Project, Revision, Session, ShareLink, WebhookDelivery, WebhookEndpoint
 from todoweb.reads import state_filter
 from todoweb.webhooks import endpoints as webhook_endpoints
 from todoweb.webhooks import events as webhook_events
@@ -20,15 +20,24 @@ from todoweb.writes.sharing import share_revoke
 from todoweb.writes.tokens import token_revoke
 
 
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 1
+    autocomplete_fields = ["user"]
+    fields = ["user", "role"]
+    verbose_name = "member"
+    verbose_name_plural = "members (viewers watch; editors also act on sessions; admins also run the project)"
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "single_in_progress", "max_items", "max_content_chars", "reply_style", "created_at"]
     list_filter = ["single_in_progress", "reply_style"]
     search_fields = ["slug", "name"]
     prepopulated_fields = {"slug": ["name"]}
-    filter_horizontal = ["members"]
+    inlines = [MembershipInline]
     fieldsets = [
-        (None, {"fields": ["name", "slug", "members"]}),
+        (None, {"fields": ["name", "slug"]}),
         ("Policy", {"fields": ["single_in_progress", "max_items", "max_content_chars", "reply_style"]}),
     ]
 

@@ -39,7 +39,9 @@ class Project(models.Model):
 
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="todoweb_projects")
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="todoweb_projects", through="Membership"
+    )
     single_in_progress = models.CharField(max_length=8, choices=SingleInProgress.choices, default=SingleInProgress.WARN)
     max_items = models.PositiveIntegerField(
         default=100, validators=[MinValueValidator(1), MaxValueValidator(settings.TODOWEB_MAX_ITEMS_CAP)]
@@ -57,6 +59,35 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+
+class Membership(models.Model):
+    """A user's place in a project: every member watches its sessions; editors also act
+    on them (edit the plan, notes, answers, rename, close, archive, share); admins also
+    run the project from the board (members, tokens, share links, webhooks, policy).
+    Staff may do everything everywhere, member or not."""
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer", "viewer: watches"
+        EDITOR = "editor", "editor: watches and acts on sessions"
+        ADMIN = "admin", "admin: also runs the project"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="todoweb_memberships")
+    role = models.CharField(max_length=6, choices=Role.choices, default=Role.EDITOR)
+
+    class Meta:
+        # The table the plain many-to-many had: existing members stay members.
+        db_table = "todoweb_project_members"
+        unique_together = [("project", "user")]
+        ordering = ["project", "user"]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.project.slug}, {self.role})"
+
+    @property
+    def may_edit(self) -> bool:
+        return self.role != self.Role.VIEWER
 
 
 class ApiToken(models.Model):

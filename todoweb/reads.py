@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from todoweb import plan
 from todoweb.dialects import kimi
-from todoweb.models import Message, Project, Question, Revision, Session
+from todoweb.models import Membership, Message, Project, Question, Revision, Session
 from todoweb.plan.steps import FINISHED
 
 
@@ -193,6 +193,32 @@ def visible_projects(user) -> QuerySet[Project]:
     if user.is_staff:
         return Project.objects.all()
     return Project.objects.filter(members=user)
+
+
+def project_role(user, project: Project | int) -> str | None:
+    """What the user is in the project: "admin", "editor", "viewer" (None: not a member).
+    Staff are admins of every project."""
+    if not user.is_authenticated or not user.is_active:
+        return None
+    if user.is_staff:
+        return Membership.Role.ADMIN
+    project_id = project if isinstance(project, int) else project.pk
+    return Membership.objects.filter(project_id=project_id, user=user).values_list("role", flat=True).first()
+
+
+def may_edit(user, project: Project | int) -> bool:
+    """Whether the user may act on the project's sessions (edit plans, leave notes,
+    answer questions, rename, close, archive, share): editors, admins and staff."""
+    return project_role(user, project) in (Membership.Role.EDITOR, Membership.Role.ADMIN)
+
+
+def administered_projects(user) -> QuerySet[Project]:
+    """The projects the user runs from the board (staff: every project)."""
+    if not user.is_authenticated or not user.is_active:
+        return Project.objects.none()
+    if user.is_staff:
+        return Project.objects.all()
+    return Project.objects.filter(memberships__user=user, memberships__role=Membership.Role.ADMIN)
 
 
 def visible_sessions(user) -> QuerySet[Session]:

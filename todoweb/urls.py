@@ -8,7 +8,7 @@ from django.views.generic import RedirectView
 from todoweb.web import health, protected_resource
 from todoweb.web.api import api
 from todoweb.web.board import actions as board_actions
-from todoweb.web.board import views
+from todoweb.web.board import team, views
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -22,6 +22,7 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("todoweb/favicon.svg"), permanent=True)),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", views.dashboard, name="dashboard"),
+    path("team/", include(team)),
     path("s/<str:public_id>/", views.session_panel, name="session"),
     path("s/<str:public_id>/revisions/<int:number>.json", views.revision_json, name="session-revision"),
     path("s/<str:public_id>/history.json", views.history_json, name="session-history"),

@@ -219,6 +219,16 @@ def members_changed(sender, instance, action: str, reverse: bool, pk_set=None, *
         announce(users=users)
 
 
+@receiver(post_save, sender=Project.members.through)
+@receiver(post_delete, sender=Project.members.through)
+def membership_changed(sender, instance, created: bool = True, **kwargs) -> None:
+    # A membership saved or deleted row by row (the admin's inline, the board's team
+    # page) sends no m2m_changed. A role change takes no watching away: only a new
+    # membership (post_save created) or a deleted one is announced.
+    if created:
+        announce(users=[instance.user_id])
+
+
 @receiver(pre_delete, sender=Project)
 def project_deleted(sender, instance, **kwargs) -> None:
     # Its memberships go with it, without an m2m_changed: name its members now (the

@@ -4,9 +4,10 @@ share links and plan edits, posted as JSON by the session panel's script.
 The API under /api/v1/ takes tokens and skips the browser's middleware, so a browser
 cannot use it: these are plain Django views behind the login session, with Django's
 CSRF check (the script sends the X-CSRFToken header). Each action calls the service
-the API's own endpoint calls. Only members of the session's project (staff: anyone)
-may act: a logged-out viewer, a share link's holder included, gets 403; a logged-in
-non-member gets 404, as for the panel itself. Errors have the API's shape.
+the API's own endpoint calls. Only editors and admins of the session's project (staff:
+anyone) may act: a logged-out viewer, a share link's holder included, gets 403, and so
+does a member whose role is viewer; a logged-in non-member gets 404, as for the panel
+itself. Errors have the API's shape.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from todoweb import plan
 from todoweb.calls.errors import ApiError, NotFound, TodowebError, first_problem
 from todoweb.models import Session, ShareLink
 from todoweb.plan.edits import PlanEdit
-from todoweb.reads import current_data, message_data, visible_sessions
+from todoweb.reads import current_data, may_edit, message_data, visible_sessions
 from todoweb.web.api.body import StrictJson
 from todoweb.web.api.errors import error_response
 from todoweb.web.api.people import Note
@@ -40,12 +41,19 @@ Model = TypeVar("Model", bound=BaseModel)
 
 
 def member_session(request: HttpRequest, public_id: str) -> Session:
-    """The session, if the logged-in user may change it. A share link grants nothing here."""
+    """The session, if the logged-in user may change it. A share link grants nothing here,
+    and a viewer's membership only lets them watch."""
     if not request.user.is_authenticated:
         raise ApiError(403, "forbidden", "Log in as a member of this session's project to change it")
     session = visible_sessions(request.user).with_current().filter(public_id=public_id).first()
     if session is None:
         raise NotFound("No such session")
+    if not may_edit(request.user, session.project_id):
+        raise ApiError(
+            403,
+            "forbidden",
+            "You are a viewer of this project: you can watch its sessions; an editor or admin changes them",
+        )
     return session
 
 

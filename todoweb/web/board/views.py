@@ -35,6 +35,7 @@ from todoweb.reads import (
     dashboard_summaries,
     dashboard_totals,
     dropped_ledger,
+    may_edit,
     messages_data,
     questions_data,
     revision_data,
@@ -298,10 +299,11 @@ def share_query(share: str | None) -> str:
 def session_panel(request: HttpRequest, session: Session, share: str | None) -> HttpResponse:
     """The panel; asked for JSON (`Accept: application/json`), people's messages to the
     agent and its questions as they stand (the page reads them again after a reconnect)."""
-    # Members act from the panel; a share link's holder only watches.
-    can_act = share is None
+    # Members see who decided; editors and admins act from the panel; a share link's
+    # holder and a viewer only watch.
+    member = share is None
     messages, questions = messages_data(session), questions_data(session)
-    deciders = question_deciders(request, session, questions) if can_act else {}
+    deciders = question_deciders(request, session, questions) if member else {}
     if request.headers.get("Accept", "").startswith("application/json"):
         response: HttpResponse = JsonResponse({"messages": messages, "questions": questions, "deciders": deciders})
     else:
@@ -386,10 +388,10 @@ def panel_page(
     data = current_data(session)
     base = session.get_absolute_url()
     query = share_query(share)
-    can_act = share is None
-    for_members = (
-        {"actions": action_urls(session), "csrfToken": get_token(request), "deciders": deciders} if can_act else {}
-    )
+    can_act = share is None and may_edit(request.user, session.project_id)
+    for_members = {"deciders": deciders} if share is None else {}
+    if can_act:
+        for_members |= {"actions": action_urls(session), "csrfToken": get_token(request)}
     now = timezone.now()
     return render(
         request,
