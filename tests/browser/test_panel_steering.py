@@ -344,7 +344,7 @@ def test_a_share_link_shows_questions_and_messages_without_controls_or_names(pag
     item = question_item(viewer, question["id"])
     expect(item.locator(".question-text")).to_have_text(PLAN_TEXT)
     expect(item.locator(".countdown")).to_have_text(re.compile("left to answer"))
-    expect(viewer.locator("#questions-section")).to_contain_text("Members of the project answer these.")
+    expect(viewer.locator("#questions-section")).to_contain_text("Editors of the project answer these.")
     expect(message_item(viewer, "Ship it after lunch").locator(".message-state")).to_have_text("waiting for the agent")
     for name in ["Approve plan", "Allow", "Deny", "Send"]:
         expect(viewer.get_by_role("button", name=name, exact=True)).to_have_count(0)

@@ -1,4 +1,4 @@
-"""What people do with a project's endpoints (the API, the admin, later the board):
+"""What people do with a project's endpoints (the API, the admin, the team pages):
 create (the secret is shown once), delete, enable again, send a test event."""
 
 from __future__ import annotations
