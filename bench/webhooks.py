@@ -6,8 +6,8 @@ The load (`--load lifecycle`, the default): 10-step plans over 64 sessions, 16
 connections, each session's plan moving one step per write and completing every 11th
 (bench/wrk/lifecycle.lua): a session.completed per 11 writes and a session.created per
 new session, for each of the 3 endpoints, all queued in the writes' transactions and
-delivered meanwhile. `--load ingest` runs bench/ingest.py's script instead (whose
-writes fall on one session per wrk thread: events only at the start). Prints both, the ratios
+delivered meanwhile. `--load ingest` runs bench/ingest.py's script instead (64
+sessions whose plans go round: fewer events). Prints both, the ratios
 (targets: throughput >= 0.95x, p99 <= 1.1x) and how many deliveries were made and
 delivered by the end.
 
@@ -63,8 +63,8 @@ def main() -> None:
         "--load",
         choices=["ingest", "lifecycle"],
         default="lifecycle",
-        help="ingest: bench/ingest.py's todowrite.lua (its writes land on one session per wrk thread: no events "
-        "after the first); lifecycle: 64 sessions whose plans move on and complete (events all along)",
+        help="ingest: bench/ingest.py's todowrite.lua (64 sessions whose plans go round, completing now and "
+        "then); lifecycle: 64 sessions whose plans move on and complete (events all along)",
     )
     args = parser.parse_args()
     script = "todowrite.lua" if args.load == "ingest" else "lifecycle.lua"

@@ -1,7 +1,7 @@
 -- TodoWrite calls of ITEMS steps over SESSIONS sessions, each session's plan moving one
 -- step on per write and completing every ITEMS + 1 writes (then starting over): a
 -- session.completed every ITEMS + 1 writes of a session, and a session.created for
--- each session's first. (todowrite.lua's writes land on one session per thread.)
+-- each session's first.
 -- Environment: TODOWEB_TOKEN, ITEMS (10), SESSIONS (64), RUN (a prefix for keys), THREADS (2).
 local token = os.getenv("TODOWEB_TOKEN")
 local items = tonumber(os.getenv("ITEMS") or "10")
