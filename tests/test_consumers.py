@@ -608,6 +608,42 @@ async def test_a_hub_that_saw_the_layer_fail_checks_access_before_it_sends_again
     """Redis is down while a link is revoked (the revocation's event is lost), then comes
     back: the first frame through it must not reach the link's viewer, although the
     periodic check is far off."""
+    shared, back = await a_link_revoked_while_the_layer_is_down(session, monkeypatch)
+    back()  # the layer is back: frames are published again
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert await shared.receive_json_from(TIMEOUT) == {"type": "share.ended", "session": session.public_id}
+    assert await closed_with(shared) == 4410
+
+
+async def test_a_frame_that_comes_while_the_check_after_an_outage_runs_waits_for_that_check(api, session, monkeypatch):
+    """The layer is back and the hub's check of its sockets is under way when the first
+    frame comes through: the frame waits for the check, which closes the revoked link's
+    socket, rather than reaching it first."""
+    shared, back = await a_link_revoked_while_the_layer_is_down(session, monkeypatch)
+
+    checking, gate = asyncio.Event(), asyncio.Event()
+    check_access = hub.Hub.check_access
+
+    async def gated(self, watchers):
+        checking.set()
+        await gate.wait()
+        await check_access(self, watchers)
+
+    monkeypatch.setattr(hub.Hub, "check_access", gated)
+    back(publishing=False)
+    await asyncio.wait_for(checking.wait(), TIMEOUT)  # the probe saw the layer back: the check began
+    back()
+    await write(api, "run-1", plan("completed", "in_progress"))
+    assert await shared.receive_nothing(0.5)
+    gate.set()
+    assert await shared.receive_json_from(TIMEOUT) == {"type": "share.ended", "session": session.public_id}
+    assert await closed_with(shared) == 4410
+
+
+async def a_link_revoked_while_the_layer_is_down(session, monkeypatch):
+    """A share viewer's socket; then the channel layer goes down (the hub's probe sees
+    it) and the link is revoked, its event lost. Returns the socket and `back()`, which
+    brings the layer back (`publishing=False`: it answers the probe, frames still drop)."""
     monkeypatch.setattr(hub, "RECONCILE_EVERY", 60)
     monkeypatch.setattr(hub, "PROBE_EVERY", 0.05, raising=False)
     _, raw = await sync_to_async(share_create)(session=session)
@@ -623,59 +659,16 @@ async def test_a_hub_that_saw_the_layer_fail_checks_access_before_it_sends_again
     layer_down(monkeypatch)
     this = process_hub()
     for _ in range(40):  # the hub's probe notices within PROBE_EVERY
-        if getattr(this, "layer_down", False):
-            break
-        await asyncio.sleep(0.05)
-    await sync_to_async(share_revoke_all)(session=session)
-    # The layer is back: frames are published again.
-    monkeypatch.setattr(layer, "send", working)
-    monkeypatch.setattr(events, "send", publish)
-    monkeypatch.setattr(events, "asend", apublish)
-    await write(api, "run-1", plan("completed", "in_progress"))
-    assert await shared.receive_json_from(TIMEOUT) == {"type": "share.ended", "session": session.public_id}
-    assert await closed_with(shared) == 4410
-
-
-async def test_a_frame_that_comes_while_the_check_after_an_outage_runs_waits_for_that_check(api, session, monkeypatch):
-    """The layer is back and the hub's check of its sockets is under way when the first
-    frame comes through: the frame waits for the check, which closes the revoked link's
-    socket, rather than reaching it first."""
-    monkeypatch.setattr(hub, "RECONCILE_EVERY", 60)
-    monkeypatch.setattr(hub, "PROBE_EVERY", 0.05, raising=False)
-    _, raw = await sync_to_async(share_create)(session=session)
-    shared, _, _ = await connect(f"/ws/sessions/{session.public_id}/?share={raw}")
-    await shared.receive_json_from(TIMEOUT)
-    layer, publish, apublish = get_channel_layer(), events.send, events.asend
-    working = layer.send
-
-    async def down(*args, **kwargs):
-        raise ConnectionError("Redis is down")
-
-    monkeypatch.setattr(layer, "send", down)
-    layer_down(monkeypatch)
-    this = process_hub()
-    for _ in range(40):
         if this.layer_down:
             break
         await asyncio.sleep(0.05)
     assert this.layer_down
     await sync_to_async(share_revoke_all)(session=session)
 
-    checking, gate = asyncio.Event(), asyncio.Event()
-    check_access = hub.Hub.check_access
+    def back(*, publishing: bool = True) -> None:
+        monkeypatch.setattr(layer, "send", working)
+        if publishing:
+            monkeypatch.setattr(events, "send", publish)
+            monkeypatch.setattr(events, "asend", apublish)
 
-    async def gated(self, watchers):
-        checking.set()
-        await gate.wait()
-        await check_access(self, watchers)
-
-    monkeypatch.setattr(hub.Hub, "check_access", gated)
-    monkeypatch.setattr(layer, "send", working)
-    await asyncio.wait_for(checking.wait(), TIMEOUT)  # the probe saw the layer back: the check began
-    monkeypatch.setattr(events, "send", publish)
-    monkeypatch.setattr(events, "asend", apublish)
-    await write(api, "run-1", plan("completed", "in_progress"))
-    assert await shared.receive_nothing(0.5)
-    gate.set()
-    assert await shared.receive_json_from(TIMEOUT) == {"type": "share.ended", "session": session.public_id}
-    assert await closed_with(shared) == 4410
+    return shared, back
