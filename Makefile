@@ -47,7 +47,7 @@ lint: $(STAMP)  ## ruff format --check + ruff check
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 
-typecheck: $(STAMP)  ## mypy over the pure core: plan/, dialects/, calls/
+typecheck: $(STAMP)  ## mypy over the pure core (plan/, dialects/, calls/) and the client package
 	$(VENV)/bin/mypy
 
 # Each benchmark prints its figures as ratios to a baseline measured in the same run,
