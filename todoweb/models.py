@@ -181,6 +181,9 @@ class Session(models.Model):
     # Progress over time for the dashboard's sparkline: [unix seconds, progress] per
     # revision, the last TREND_POINTS of them.
     trend = models.JSONField(default=list, blank=True)
+    # What the board must tell people of how the agent reaches it: a telemetry export
+    # that cut the agent's todo list (nothing of it was written), and what avoids that.
+    reach_warning = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now, db_index=True)
     closed_at = models.DateTimeField(null=True, blank=True)

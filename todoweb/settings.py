@@ -271,6 +271,8 @@ TODOWEB_IDLE_AFTER = env_int("TODOWEB_IDLE_AFTER", 600)  # seconds
 TODOWEB_RATE_LIMIT = env_int("TODOWEB_RATE_LIMIT", 1200)  # requests per token per minute
 TODOWEB_RETENTION_DAYS = env_int("TODOWEB_RETENTION_DAYS", 90)
 TODOWEB_MAX_ITEMS_CAP = 500
+# The OTLP receiver's exports batch many records (a whole session's at an agent's exit).
+TODOWEB_OTLP_MAX_BODY_BYTES = env_int("TODOWEB_OTLP_MAX_BODY_BYTES", 8 * 1024 * 1024)
 
 # --- Webhooks (todoweb.webhooks, docs/webhooks.md) -------------------------
 

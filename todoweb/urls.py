@@ -5,7 +5,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from todoweb.web import health, protected_resource
+from todoweb.web import health, otlp, protected_resource
 from todoweb.web.api import api
 from todoweb.web.board import actions as board_actions
 from todoweb.web.board import team, views
@@ -14,6 +14,10 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("api/v1/", api.urls),
+    # OTLP/HTTP: agents' telemetry exports (OTEL_EXPORTER_OTLP_ENDPOINT is the server's address).
+    path("v1/logs", otlp.logs, name="otlp-logs"),
+    path("v1/traces", otlp.traces, name="otlp-traces"),
+    path("v1/metrics", otlp.metrics, name="otlp-metrics"),
     # RFC 9728: the API's metadata, and the MCP server's (resource path /mcp).
     path(".well-known/oauth-protected-resource", protected_resource.metadata),
     path(".well-known/oauth-protected-resource/mcp", protected_resource.metadata, {"resource_path": "/mcp"}),
