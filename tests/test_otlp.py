@@ -262,13 +262,14 @@ def test_a_list_the_dialect_refuses_is_reported_and_the_rest_written(client, tok
 @pytest.mark.parametrize(
     ("body", "content_type", "encoding", "status", "code"),
     [
-        (b"{not json", "application/json", "", 400, "invalid_json"),
+        (b"[not an export]", "application/json", "", 400, "invalid_json"),
+        (b'{"resourceLogs": [{"codex.tool_result"', "application/json", "", 400, "invalid_json"),
         (b"\xff\x00 not protobuf codex.tool_result", PROTOBUF, "", 400, "invalid_body"),
         (b"{}", "text/plain", "", 415, "unsupported_media_type"),
         (b"{}", "application/json", "br", 415, "unsupported_media_type"),
         (b"not gzip", "application/json", "gzip", 400, "invalid_body"),
     ],
-    ids=["bad-json", "bad-protobuf", "content-type", "encoding", "bad-gzip"],
+    ids=["not-an-object", "bad-json", "bad-protobuf", "content-type", "encoding", "bad-gzip"],
 )
 def test_a_bad_export_is_refused_and_writes_nothing(client, token, body, content_type, encoding, status, code):
     response = post(client, token, "/v1/logs", body, content_type, encoding)

@@ -154,7 +154,8 @@ class TelemetryCall:
 
 
 def may_hold_calls(body: bytes) -> bool:
-    return any(marker in body for marker in MARKERS)
+    # Every marker says "tool": one pass over the body settles most exports.
+    return b"tool" in body and any(marker in body for marker in MARKERS)
 
 
 # An attribute list as OTLP/JSON writes it: [{"key": …, "value": {"stringValue": …}}].

@@ -3,7 +3,8 @@
 The API authenticates by token and answers JSON: sessions, CSRF, messages,
 clickjacking protection and static files do nothing for it. Under ASGI each
 synchronous middleware costs the request two thread hops; together they halve the
-throughput of a request. So requests under /api/ go to a handler without them.
+throughput of a request. So requests under /api/ and the OTLP receiver's /v1/ go
+to a handler without them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 
 API_PREFIX = "/api/"
+OTLP_PREFIX = "/v1/"
 
 
 class ApiHandler(ASGIHandler):
@@ -104,8 +106,8 @@ def without_nul(app: Any) -> Any:
 
 
 def http_application(browser: ASGIHandler) -> Any:
-    """The ASGI application for HTTP: /api/ to the lean handler, /mcp to the MCP
-    server, the rest to `browser`."""
+    """The ASGI application for HTTP: /api/ and /v1/ (OTLP) to the lean handler, /mcp
+    to the MCP server, the rest to `browser`."""
     from todoweb.web.mcp import PATH as MCP_PATH
     from todoweb.web.mcp import McpApp
 
@@ -114,7 +116,7 @@ def http_application(browser: ASGIHandler) -> Any:
 
     async def route(scope: dict[str, Any], receive: Any, send: Any) -> None:
         path = scope["path"]
-        if path.startswith(API_PREFIX):
+        if path.startswith(API_PREFIX) or path.startswith(OTLP_PREFIX):
             handler = api
         elif path == MCP_PATH or path.startswith(MCP_PATH + "/"):
             handler = mcp

@@ -137,8 +137,8 @@ def too_large(limit: int) -> ApiError:
 
 
 def found_calls(signal: Signal, body: bytes, content_type: str | None) -> list[TelemetryCall]:
-    """The todo tool calls of an export. Every export is decoded (a broken one is
-    refused), but only one that names a known source is walked."""
+    """The todo tool calls of an export. Only an export that names a known source is
+    decoded whole and walked; the others are checked for their form and dropped."""
     if content_type not in ("application/json", PROTOBUF):
         raise ApiError(
             415, "unsupported_media_type", f"Send OTLP as '{PROTOBUF}' or 'application/json', not '{content_type}'"
@@ -152,12 +152,16 @@ def found_calls(signal: Signal, body: bytes, content_type: str | None) -> list[T
             return []
         export = MessageToDict(message)
     else:
+        if not may_hold_calls(body):
+            # Not decoded (most of the cost of an export of other records), only checked
+            # to be an object, as every OTLP/JSON export is.
+            if not body[:64].lstrip().startswith(b"{") or not body[-64:].rstrip().endswith(b"}"):
+                raise InvalidJson("The body is not an OTLP/JSON export (a JSON object)")
+            return []
         try:
             export = orjson.loads(body)
         except orjson.JSONDecodeError:
             raise InvalidJson("The body is not valid JSON") from None
-        if not may_hold_calls(body):
-            return []
     return signal.find_calls(export if isinstance(export, dict) else {})
 
 
