@@ -184,6 +184,10 @@ class Session(models.Model):
     # What the board must tell people of how the agent reaches it: a telemetry export
     # that cut the agent's todo list (nothing of it was written), and what avoids that.
     reach_warning = models.CharField(max_length=500, blank=True)
+    # Where the agent works: the folder its hooks report (`cwd`), and the git branch
+    # a hook names (X-Todoweb-Branch). Shown on the cards.
+    workdir = models.CharField(max_length=1000, blank=True)
+    branch = models.CharField(max_length=250, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now, db_index=True)
     closed_at = models.DateTimeField(null=True, blank=True)

@@ -40,6 +40,8 @@ def session_summary(session: Session, *, now: datetime | None = None) -> dict[st
         "progress": session.progress,
         "current": session.current_text,
         "trend": session.trend,
+        "workdir": session.workdir,
+        "branch": session.branch,
     }
 
 

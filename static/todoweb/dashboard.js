@@ -107,6 +107,12 @@ function fillCard(card, s) {
   setText(card.querySelector(".dialect"), s.dialect || "—");
   card.querySelector(".key-part").hidden = !s.title;
   setText(card.querySelector(".key"), s.key);
+  const folder = card.querySelector(".folder");
+  setText(folder, model.lastFolder(s.workdir || ""));
+  folder.setAttribute("title", s.workdir || "");
+  setText(card.querySelector(".branch"), s.branch || "");
+  card.querySelector(".branch-part").hidden = !s.branch;
+  card.querySelector(".place").hidden = !s.workdir && !s.branch;
   const clock = card.querySelector("time");
   clock.setAttribute("datetime", s.updated_at);
   setText(clock, timeAgo(s.updated_at));

@@ -142,3 +142,9 @@ export function sparkLabel(trend, progress) {
   const first = Math.round((trend && trend.length ? trend[0][1] : progress) * 100);
   return `Progress over time: from ${first}% to ${Math.round(progress * 100)}%`;
 }
+
+// The last folder of the path the agent works in, as the server's cards show it.
+export function lastFolder(path) {
+  const parts = path.replace(/\\/g, "/").split("/").filter(Boolean);
+  return parts.length ? parts[parts.length - 1] : "";
+}

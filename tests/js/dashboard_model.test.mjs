@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  lastFolder,
   NOTHING_OLDER,
   NOT_KNOWN,
   countTotals,
@@ -191,4 +192,12 @@ test("the sparkline spreads points of one second by revision, and rounds to a te
 test("the sparkline's label says where progress started and where it is", () => {
   assert.equal(sparkLabel([[0, 0.25], [1, 0.5]], 0.75), "Progress over time: from 25% to 75%");
   assert.equal(sparkLabel(null, 1 / 3), "Progress over time: from 33% to 33%");
+});
+
+test("a card names the last folder of where the agent works, on any system", () => {
+  assert.equal(lastFolder("/home/me/shop"), "shop");
+  assert.equal(lastFolder("/home/me/shop/"), "shop");
+  assert.equal(lastFolder("C:\\work\\shop"), "shop");
+  assert.equal(lastFolder(""), "");
+  assert.equal(lastFolder("/"), "");
 });

@@ -112,6 +112,8 @@ def send_test(endpoint: WebhookEndpoint) -> WebhookDelivery:
         "progress": 0.0,
         "current": "",
         "trend": [],
+        "workdir": "",
+        "branch": "",
     }
     target = enqueue.Target(endpoint.pk, frozenset([events.TEST]), endpoint.created_at)
     with transaction.atomic():

@@ -54,6 +54,8 @@ class CallRequest:
     expected_revision: int | None = None  # If-Match: the call applies only to this revision
     parent_key: str | None = None  # the session this one is a subagent of (created if needed)
     default_title: str | None = None  # the session's title if it has none (a hook's folder)
+    workdir: str | None = None  # the folder the agent works in, as its hook says (cwd)
+    branch: str | None = None  # the git branch a hook names (X-Todoweb-Branch)
     route: str = "tool call"  # how the call came (tool endpoint, MCP, a hook), as the board says what told the agent
 
     @property
@@ -145,6 +147,8 @@ def record_once(project: Project, request: CallRequest, dialect: Dialect, row: S
         # The caller's title (calls.titles) before the one the tool's input carries.
         title=call.title or outcome.title,
         default_title=request.default_title,
+        workdir=request.workdir,
+        branch=request.branch,
         warnings=outcome.warnings,
         removed=outcome.removed,
         tells=unseen is not None,

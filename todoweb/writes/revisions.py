@@ -56,6 +56,8 @@ class Change:
     call_id: str = ""
     title: str | None = None  # a new title for the session (WeKnora's task, Codex's explanation)
     default_title: str | None = None  # the session's title if it has none yet
+    workdir: str | None = None  # where the agent works, when its call says
+    branch: str | None = None
     warnings: list[Warning] = field(default_factory=list)
     removed: Sequence[str] = ()  # step ids taken out on purpose: not "dropped"
     tells: bool = False  # the agent's write tells it of people's messages: it marks them told
@@ -109,6 +111,11 @@ def new_revision(row: SessionRow, change: Change, *, now: datetime) -> NewRevisi
     told = session.told_message
     before = (session.total_steps, session.open_steps, session.working_steps)
     changed = advance_session(session, revision, result, title=change.title, default_title=change.default_title)
+    for name in ("workdir", "branch"):
+        value = getattr(change, name)
+        if value and value != getattr(session, name):
+            changed[name] = value
+            setattr(session, name, value)
     if change.tells:
         changed["told_message"] = session.told_message = session.last_message
     data = plan_data(session, revision, now=now)

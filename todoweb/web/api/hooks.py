@@ -23,8 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from todoweb.calls.envelopes import ToolCall, call_id
 from todoweb.calls.errors import InvalidInput
+from todoweb.calls.titles import cleaned, header_text
 from todoweb.live import events
-from todoweb.models import Question
+from todoweb.models import Question, Session
 from todoweb.runtime.database import in_database_thread
 from todoweb.web.api.errors import error_response
 from todoweb.web.api.lookups import SESSION_KEY, check_key
@@ -35,6 +36,10 @@ from todoweb.writes import messages, questions, sql
 from todoweb.writes.record import CallRequest, get_or_create_session
 
 router = Router(tags=["hooks"])
+
+BRANCH_HEADER = "X-Todoweb-Branch"
+WORKDIR_MAX_CHARS = Session._meta.get_field("workdir").max_length
+BRANCH_MAX_CHARS = Session._meta.get_field("branch").max_length
 
 # How long a plan waits on the board for approval by default (the hook's own timeout,
 # in its settings, must be longer).
@@ -207,6 +212,8 @@ async def record_hook(
             reply_style=reply,
             parent_key=hook.session_id if child else None,
             default_title=folder_name(hook.cwd),
+            workdir=cleaned(hook.cwd)[:WORKDIR_MAX_CHARS] if hook.cwd else None,
+            branch=branch_of(request),
             route=route,
         )
         recorded = (await record_call(request, write)).answer
@@ -298,6 +305,19 @@ def ignored_because(agent: HookAgent, hook: HookInput) -> str | None:
     if isinstance(hook.tool_response, dict) and hook.tool_response.get("error"):
         return "The tool call failed in the agent: nothing changed"
     return None
+
+
+def branch_of(request: HttpRequest) -> str | None:
+    """The git branch a hook names in X-Todoweb-Branch (a command hook can:
+    `-H "X-Todoweb-Branch: $(git branch --show-current)"`), as one clean line."""
+    value = request.headers.get(BRANCH_HEADER)
+    if not value:
+        return None
+    try:
+        text = header_text(value)
+    except InvalidInput:
+        text = value
+    return cleaned(text)[:BRANCH_MAX_CHARS] or None
 
 
 def folder_name(cwd: str | None) -> str | None:

@@ -180,11 +180,19 @@ def dashboard_page(request: HttpRequest, filters: dict[str, str]) -> HttpRespons
 
 
 def card(summary: dict[str, Any]) -> dict[str, Any]:
-    """What a card shows beyond the summary: times, the bar's percentage, the sparkline."""
+    """What a card shows beyond the summary: times, the bar's percentage, the sparkline,
+    the last folder of where the agent works."""
     return with_times(summary) | {
         "spark": sparkline_points(summary.get("trend"), summary["progress"]),
         "spark_label": sparkline_label(summary.get("trend"), summary["progress"]),
+        "folder": last_folder(summary.get("workdir") or ""),
     }
+
+
+def last_folder(path: str) -> str:
+    """`/home/me/shop/` → `shop` (and `C:\\work\\shop` → `shop`); dashboard.js does the same."""
+    parts = [part for part in path.replace("\\", "/").split("/") if part]
+    return parts[-1] if parts else ""
 
 
 # The sparkline's viewBox is 100 × 20; dashboard.js draws it the same way from live data.
