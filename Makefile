@@ -74,9 +74,12 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
-# The Python MCP clients of tests/agents (fastmcp, Pydantic AI), only for test-agents.
+# The Python MCP clients and agent frameworks of tests/agents, only for test-agents.
+# openai-agents asks for websockets<17 (for parts the tests do not use) and the
+# server needs 17: it goes in without its dependencies (requirements-agents.txt has them).
 $(AGENTS_STAMP): requirements-agents.txt $(STAMP)
 	$(VENV)/bin/pip install --quiet -r requirements-agents.txt
+	$(VENV)/bin/pip install --quiet --no-deps openai-agents==0.24.0
 	touch $(AGENTS_STAMP)
 
 clean:  ## Remove the virtualenv and local databases
