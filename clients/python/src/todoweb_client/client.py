@@ -31,6 +31,12 @@ from todoweb_client import __version__
 logger = logging.getLogger("todoweb_client")
 
 DEFAULT_TIMEOUT = 5.0
+# Todo tools todoweb knows by name, for frameworks that have none of their own (the
+# agent's developer gives it one): Codex's, Gemini CLI's and deepagents', Qwen Code's,
+# Claude Code's, opencode's, VS Code Copilot's, Roo's. The input decides the rest.
+KNOWN_TODO_TOOLS = frozenset(
+    {"update_plan", "write_todos", "todo_write", "TodoWrite", "todowrite", "manage_todo_list", "update_todo_list"}
+)
 USER_AGENT = f"todoweb-client/{__version__}"
 
 

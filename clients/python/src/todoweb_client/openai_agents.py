@@ -36,12 +36,9 @@ from typing import Any
 from agents import ToolGuardrailFunctionOutput, ToolOutputGuardrail, ToolOutputGuardrailData
 from agents.tracing import FunctionSpanData, Span, Trace, TracingProcessor, get_current_span, get_current_trace
 
-from todoweb_client.client import DEFAULT_TIMEOUT, Todoweb
+from todoweb_client.client import DEFAULT_TIMEOUT, KNOWN_TODO_TOOLS, Todoweb
 
-# Todo tools todoweb knows by name (its dialects); the input decides the rest.
-TODO_TOOLS = frozenset(
-    {"update_plan", "write_todos", "todo_write", "TodoWrite", "todowrite", "manage_todo_list", "update_todo_list"}
-)
+TODO_TOOLS = KNOWN_TODO_TOOLS
 # What the SDK's tracing gives when tracing is off.
 NO_OP = "no-op"
 

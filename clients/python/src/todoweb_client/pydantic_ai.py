@@ -30,12 +30,9 @@ from pydantic_ai.capabilities import Hooks
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import ToolDefinition
 
-from todoweb_client.client import DEFAULT_TIMEOUT, Todoweb
+from todoweb_client.client import DEFAULT_TIMEOUT, KNOWN_TODO_TOOLS, Todoweb
 
-# Todo tools todoweb knows by name (its dialects); the input decides the rest.
-TODO_TOOLS = frozenset(
-    {"update_plan", "write_todos", "todo_write", "TodoWrite", "todowrite", "manage_todo_list", "update_todo_list"}
-)
+TODO_TOOLS = KNOWN_TODO_TOOLS
 
 logger = logging.getLogger("todoweb_client")
 
