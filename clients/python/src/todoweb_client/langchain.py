@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any
+from typing import Any, TypeAlias
 from uuid import UUID
 
 from langchain.agents.middleware import AgentMiddleware
@@ -40,7 +40,7 @@ TODO_TOOLS = frozenset({"write_todos"})
 
 logger = logging.getLogger("todoweb_client")
 
-ToolResult = ToolMessage | Command[Any]
+ToolResult: TypeAlias = ToolMessage | Command[Any]
 
 
 class TodowebMiddleware(AgentMiddleware):
