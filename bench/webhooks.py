@@ -1,6 +1,8 @@
 """Webhooks on the hot path: the same TodoWrite load on a project with 3 endpoints
 (every event, a receiver on the loopback answering 204) against a project without,
 on one `manage.py serve` process (with its in-process worker delivering), same run.
+After each round with endpoints the bench waits until every delivery is made, so
+that no round runs beside the previous round's backlog.
 
 The load (`--load lifecycle`, the default): 10-step plans over 64 sessions, 16
 connections, each session's plan moving one step per write and completing every 11th
@@ -82,13 +84,6 @@ def main() -> None:
             )
             assert made.status_code == 201, made.text
         wrk(f"{url}/healthz", seconds=2)  # warm-up
-        without, with_ = [], []
-        for round_ in range(args.rounds):
-            for token, results, name in ((plain, without, "plain"), (hooked, with_, "hooked")):
-                write_env = {"TODOWEB_TOKEN": token, "ITEMS": "10", "SESSIONS": "64", "RUN": f"{name}{round_}"}
-                results.append(
-                    wrk(url, seconds=args.seconds, connections=args.connections, script=script, env=write_env)
-                )
         headers = {"Authorization": f"Bearer {hooked}"}
         hooks = httpx.get(f"{url}/api/v1/webhooks", headers=headers).json()["webhooks"]
 
@@ -111,14 +106,27 @@ def main() -> None:
                     delivered += sum(d["status"] == "delivered" for d in page)
             return made, delivered
 
-        made_at_end, delivered_at_end = tally()
-        started = time.monotonic()
-        while True:
-            made, delivered = tally()
-            if delivered == made or time.monotonic() - started > 120:
-                break
-            time.sleep(1)
-        caught_up = time.monotonic() - started
+        def caught_up() -> tuple[int, int, int, float]:
+            """Wait until every delivery made is delivered, so that no round runs beside
+            the previous round's backlog: (made, delivered when the load stopped,
+            delivered, seconds waited)."""
+            made, at_end = tally()
+            started = time.monotonic()
+            delivered = at_end
+            while delivered < made and time.monotonic() - started < 120:
+                time.sleep(0.5)
+                made, delivered = tally()
+            return made, at_end, delivered, time.monotonic() - started
+
+        without, with_, drains = [], [], []
+        for round_ in range(args.rounds):
+            for token, results, name in ((plain, without, "plain"), (hooked, with_, "hooked")):
+                write_env = {"TODOWEB_TOKEN": token, "ITEMS": "10", "SESSIONS": "64", "RUN": f"{name}{round_}"}
+                results.append(
+                    wrk(url, seconds=args.seconds, connections=args.connections, script=script, env=write_env)
+                )
+                if token == hooked:
+                    drains.append(caught_up())
 
     print(
         f"webhooks on {args.database}, {args.load} load ({script}): {args.connections} connections, "
@@ -134,11 +142,12 @@ def main() -> None:
         f"  ratio 3 endpoints / none: throughput {rps:.2f}x (target >= 0.95x) {verdict(rps >= 0.95)}, "
         f"p50 {p50:.2f}x, p99 {p99:.2f}x (target <= 1.1x) {verdict(p99 <= 1.1)}"
     )
-    writes = sum(b.requests for b in with_)
-    print(
-        f"  deliveries: {made} made for {writes} writes to the hooked project; {delivered_at_end} delivered when the "
-        f"load stopped, {delivered} after {caught_up:.1f} s more; the receiver got {receiver.count}"
-    )
+    for n, ((made, at_end, delivered, waited), hooked_round) in enumerate(zip(drains, with_, strict=True)):
+        print(
+            f"  round {n + 1}: {made} deliveries made in all for {hooked_round.requests} writes; {at_end} delivered "
+            f"when the load stopped, {delivered} after {waited:.1f} s more"
+        )
+    print(f"  the receiver got {receiver.count}")
     errors = sum(r.errors for r in without + with_)
     if errors:
         print(f"  WARNING: {errors} writes failed")

@@ -51,7 +51,7 @@ def send(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
     """One POST; never raises."""
     started = time.monotonic()
     try:
-        with network.client() as client, client.stream("POST", url, content=body, headers=headers) as response:
+        with network.client().stream("POST", url, content=body, headers=headers) as response:
             received = b""
             for chunk in response.iter_bytes():
                 received += chunk

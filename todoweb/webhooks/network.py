@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import ssl
+import threading
+from functools import cache
 from typing import Any
 
 import httpcore
@@ -71,7 +74,23 @@ class GuardedBackend(httpcore.SyncBackend):
         raise error or httpcore.ConnectError(f"cannot connect to {host}")
 
 
+_clients = threading.local()
+
+
+@cache
+def tls_context() -> ssl.SSLContext:
+    """Loading the CA bundle is most of the cost of a new client (~20 ms): once per process."""
+    return httpx.create_ssl_context()
+
+
 def client() -> httpx.Client:
-    transport = httpx.HTTPTransport(trust_env=False)
-    transport._pool._network_backend = GuardedBackend()  # type: ignore[attr-defined]
-    return httpx.Client(transport=transport, timeout=TIMEOUT, follow_redirects=False, trust_env=False)
+    """This thread's client, kept: connections to an endpoint are reused between
+    deliveries (each was checked when it was opened)."""
+    kept = getattr(_clients, "client", None)
+    if kept is None or kept.is_closed:
+        transport = httpx.HTTPTransport(verify=tls_context(), trust_env=False)
+        transport._pool._network_backend = GuardedBackend()  # type: ignore[attr-defined]
+        kept = _clients.client = httpx.Client(
+            transport=transport, timeout=TIMEOUT, follow_redirects=False, trust_env=False
+        )
+    return kept
