@@ -226,6 +226,70 @@ def test_only_the_events_an_endpoint_wants_and_not_a_disabled_one(api):
     assert kinds(disabled["id"]) == []
 
 
+def test_an_endpoint_is_changed_and_keeps_its_secret_and_log(api):
+    made = add(api, "https://example.com/in", ["session.created"])
+    api.call("s1", "TodoWrite", {"todos": PLAN})
+    secret = WebhookEndpoint.objects.get(pk=made["id"]).secret
+    response = api.patch(
+        f"/api/v1/webhooks/{made['id']}",
+        {"url": "https://example.com/other", "events": ["session.completed"], "format": "slack"},
+    )
+    assert response.status_code == 200, response.content
+    changed = response.json()
+    assert (changed["url"], changed["events"], changed["format"]) == (
+        "https://example.com/other",
+        ["session.completed"],
+        "slack",
+    )
+    assert "secret" not in changed and WebhookEndpoint.objects.get(pk=made["id"]).secret == secret
+    api.call("s1", "TodoWrite", {"todos": DONE})
+    assert kinds(made["id"]) == ["session.created", "session.completed"]  # the log kept, the new events sent
+
+
+def test_an_endpoint_turned_off_gets_nothing_and_turned_on_starts_afresh(api):
+    made = add(api, "https://example.com/in")
+    off = api.patch(f"/api/v1/webhooks/{made['id']}", {"enabled": False}).json()
+    assert (off["enabled"], off["disabled_reason"]) == (False, "turned off by a person")
+    api.call("s1", "TodoWrite", {"todos": PLAN})
+    assert kinds(made["id"]) == []
+    WebhookEndpoint.objects.filter(pk=made["id"]).update(failing_since=timezone.now())
+    on = api.patch(f"/api/v1/webhooks/{made['id']}", {"enabled": True}).json()
+    assert (on["enabled"], on["disabled_at"], on["disabled_reason"], on["failing_since"]) == (True, None, None, None)
+    api.call("s1", "TodoWrite", {"todos": DONE})
+    assert kinds(made["id"]) == ["session.completed"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"url": "ftp://example.com/in"}, "url"),
+        ({"url": "http://127.0.0.1:9/in"}, "url"),
+        ({"events": []}, "events"),
+        ({"events": ["session.exploded"]}, "events"),
+        ({"format": "teams"}, "format"),
+        ({"secret": "whsec_mine"}, "secret"),
+        ({"enabled": "yes"}, "enabled"),
+    ],
+)
+def test_a_bad_change_is_refused_and_changes_nothing(api, settings, body, field):
+    settings.TODOWEB_WEBHOOKS_ALLOW_PRIVATE = False
+    made = add(api, "https://example.com/in", ["session.created"])
+    before = api.get("/api/v1/webhooks").json()["webhooks"]
+    response = api.patch(f"/api/v1/webhooks/{made['id']}", body)
+    assert response.status_code == 422, response.content
+    assert field in response.json()["error"]["message"]
+    assert api.get("/api/v1/webhooks").json()["webhooks"] == before
+
+
+def test_a_read_token_or_another_project_cannot_change_an_endpoint(api, read_api):
+    made = add(api, "https://example.com/in")
+    assert read_api.patch(f"/api/v1/webhooks/{made['id']}", {"enabled": False}).status_code == 403
+    _, other_raw, _ = token_create(project_slug="other")
+    assert Api(other_raw).patch(f"/api/v1/webhooks/{made['id']}", {"enabled": False}).status_code == 404
+    assert api.patch("/api/v1/webhooks/999999", {"enabled": False}).status_code == 404
+    assert WebhookEndpoint.objects.get(pk=made["id"]).is_enabled
+
+
 def test_a_session_made_empty_by_a_read_is_created_once(api):
     made = add(api, "https://example.com/in", ["session.created"])
     assert api.call("r1", "TodoRead", {}).status_code == 200

@@ -1,5 +1,5 @@
 """What people do with a project's endpoints (the API, the admin, the team pages):
-create (the secret is shown once), delete, enable again, send a test event."""
+create (the secret is shown once), change, delete, enable again, send a test event."""
 
 from __future__ import annotations
 
@@ -74,6 +74,47 @@ def create(
         enqueue.changed(project.pk)
     if events.SESSION_IDLE in wanted:
         idle.ensure()
+    return endpoint
+
+
+# Why an endpoint a person turned off is off.
+TURNED_OFF = "turned off by a person"
+
+
+def change(
+    endpoint: WebhookEndpoint,
+    *,
+    url: str | None = None,
+    wanted: Iterable[str] | None = None,
+    fmt: str | None = None,
+    enabled: bool | None = None,
+) -> WebhookEndpoint:
+    """Change what was given; the secret and the delivery log stay. Turned on again,
+    an endpoint starts afresh (no longer counted as failing); turned off, it gets no
+    new deliveries (those queued find it off and settle as failed)."""
+    fields: dict[str, object] = {}
+    if url is not None:
+        fields["url"] = check_url(url)
+    if wanted is not None:
+        fields["events"] = check_events(wanted)
+    if fmt is not None:
+        if fmt not in WebhookEndpoint.Format.values:
+            raise InvalidInput(
+                f"format: one of {', '.join(WebhookEndpoint.Format.values)}", details={"field": "format"}
+            )
+        fields["format"] = fmt
+    if enabled is True and not endpoint.is_enabled:
+        fields |= {"disabled_at": None, "disabled_reason": "", "failing_since": None}
+    elif enabled is False and endpoint.is_enabled:
+        fields |= {"disabled_at": timezone.now(), "disabled_reason": TURNED_OFF}
+    if fields:
+        with transaction.atomic():
+            WebhookEndpoint.objects.filter(pk=endpoint.pk).update(**fields)
+            enqueue.changed(endpoint.project_id)
+        for name, value in fields.items():
+            setattr(endpoint, name, value)
+        if events.SESSION_IDLE in endpoint.events and endpoint.is_enabled:
+            idle.ensure()
     return endpoint
 
 

@@ -1,5 +1,5 @@
-"""Webhook endpoints of the token's project: list, create (the secret, once), delete,
-send a test event, and each endpoint's delivery log (docs/webhooks.md)."""
+"""Webhook endpoints of the token's project: list, create (the secret, once), change,
+delete, send a test event, and each endpoint's delivery log (docs/webhooks.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool
 
 from todoweb.calls.errors import NotFound
 from todoweb.models import WebhookEndpoint
@@ -37,6 +37,21 @@ class NewEndpoint(BaseModel):
     )
     events: list[Event] = Field(min_length=1, max_length=len(Event.__args__))
     format: Literal["standard", "slack", "discord"] = "standard"
+
+
+class EndpointChange(BaseModel):
+    """What to change of an endpoint; what is left out stays."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"events": ["session.completed"], "enabled": True}]}
+    )
+
+    url: str | None = Field(
+        None, max_length=endpoints.URL_MAX_CHARS, pattern=r"^\s*[hH][tT][tT][pP][sS]?://", description="http(s)://…"
+    )
+    events: list[Event] | None = Field(None, min_length=1, max_length=len(Event.__args__))
+    format: Literal["standard", "slack", "discord"] | None = None
+    enabled: StrictBool | None = Field(None, description="false turns the endpoint off; true turns it on again")
 
 
 def endpoint_of(request: HttpRequest, webhook_id: int) -> WebhookEndpoint:
@@ -69,6 +84,14 @@ def create_webhook(request: HttpRequest, body: NewEndpoint) -> tuple[int, dict[s
         site_url=request.build_absolute_uri("/").rstrip("/"),
     )
     return 201, reads.endpoint_data(endpoint) | {"secret": endpoint.secret}
+
+
+@router.patch("/webhooks/{webhook_id}", summary="Change a webhook endpoint (its secret and log stay)")
+def change_webhook(request: HttpRequest, webhook_id: int, body: EndpointChange) -> dict[str, Any]:
+    endpoint = endpoints.change(
+        endpoint_of(request, webhook_id), url=body.url, wanted=body.events, fmt=body.format, enabled=body.enabled
+    )
+    return reads.endpoint_data(endpoint)
 
 
 @router.delete("/webhooks/{webhook_id}", summary="Remove a webhook endpoint and its delivery log", response={204: None})
