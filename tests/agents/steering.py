@@ -43,6 +43,26 @@ def edit_before_turn_1(todoweb: Deployment, token: str, board: Any, outcome: dic
     return before_turn
 
 
+def check_told_with_the_read(
+    fake: Any,
+    tool_results: Callable[[Any], list[dict[str, Any]]],
+    todoweb: Deployment,
+    token: str,
+    key: str,
+    told_via: str,
+    context: str,
+) -> None:
+    """The agent's read (turn 1, call `call_fake_1_0`) ran, and its result, in the model's
+    next request, carries the notice; the board shows the edit told by `told_via`."""
+    requests = {request.turn: request for request in fake.turns()}
+    assert sorted(requests) == [0, 1, 2], context
+    [result] = tool_results(requests[2])
+    assert result["tool_call_id"] == "call_fake_1_0" and CHECKOUT_MARK in result["text"], (result, context)
+    assert EDIT_NOTICE in result["text"], (result, context)
+    [message] = messages(todoweb, token, key)
+    assert (message["state"], message["told_via"]) == ("told", told_via), message
+
+
 def messages(todoweb: Deployment, token: str, key: str) -> list[dict[str, Any]]:
     with todoweb.api(token) as api:
         return api.get(f"/api/v1/sessions/{key}/messages").raise_for_status().json()["messages"]

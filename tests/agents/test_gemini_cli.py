@@ -105,10 +105,10 @@ def gemini(install_cli):
     return install_cli(*GEMINI_CLI)
 
 
-def run_gemini(gemini, settings, fake, agent_env, token, todoweb, agent_home, workdir, tmp_path):
+def run_gemini(gemini, settings, fake, agent_env, token, todoweb, agent_home, workdir, tmp_path, *, policy=POLICY):
     (agent_home / ".gemini" / "policies").mkdir(parents=True)
     (agent_home / ".gemini" / "settings.json").write_text(json.dumps(settings, indent=2))
-    (agent_home / ".gemini" / "policies" / "todoweb.toml").write_text(POLICY)
+    (agent_home / ".gemini" / "policies" / "todoweb.toml").write_text(policy)
     env = agent_env | {
         "GEMINI_API_KEY": "fake-gemini-key",
         "GOOGLE_GEMINI_BASE_URL": fake.url,

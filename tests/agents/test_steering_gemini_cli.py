@@ -17,9 +17,8 @@ from tests.agents.cli_support import DONE, at, merged
 from tests.agents.conftest import failure_context
 from tests.agents.fake_gemini import FakeGemini, tool_results
 from tests.agents.fake_model import Call, Script, Turn
-from tests.agents.harness import run_cli
 from tests.agents.steering import BEFORE, CHECKOUT, CHECKOUT_MARK, EDIT_NOTICE, edit_before_turn_1, messages
-from tests.agents.test_gemini_cli import GEMINI_CLI, MODEL, OFFLINE, POLICY, PROMPT
+from tests.agents.test_gemini_cli import GEMINI_CLI, MODEL, OFFLINE, POLICY, run_gemini
 
 # The docs/agents.md steering recipe (~/.gemini/settings.json), verbatim but for the address.
 STEERING_HOOK = {
@@ -49,21 +48,6 @@ def gemini(install_cli):
     return install_cli(*GEMINI_CLI)
 
 
-def run_gemini(gemini, settings, fake, agent_env, token, todoweb, agent_home, workdir, tmp_path):
-    """test_gemini_cli's run, with read_file allowed too."""
-    (agent_home / ".gemini" / "policies").mkdir(parents=True)
-    (agent_home / ".gemini" / "settings.json").write_text(json.dumps(settings, indent=2))
-    (agent_home / ".gemini" / "policies" / "todoweb.toml").write_text(READ_POLICY)
-    env = agent_env | {
-        "GEMINI_API_KEY": "fake-gemini-key",
-        "GOOGLE_GEMINI_BASE_URL": fake.url,
-        "TODOWEB_TOKEN": token,
-        "TODOWEB_URL": todoweb.url,
-    }
-    args = [str(gemini.executable), "-p", PROMPT, "--skip-trust", "--output-format", "json"]
-    return run_cli(args, env=env, cwd=workdir, log_dir=tmp_path / "logs", name="gemini")
-
-
 def todos(*items: tuple[str, str]) -> dict[str, list[dict[str, str]]]:
     return {"todos": [{"description": description, "status": status} for description, status in items]}
 
@@ -86,7 +70,9 @@ def test_a_persons_edit_reaches_gemini_clis_model_with_the_next_tool_call_of_any
     ]
     settings = merged(merged(OFFLINE, MODEL), at(todoweb.url, STEERING_HOOK))
     with FakeGemini(Script(turns, before_turn=edit_before_turn_1(todoweb, token, board, outcome))) as fake:
-        run = run_gemini(gemini, settings, fake, agent_env, token, todoweb, agent_home, workdir, tmp_path)
+        run = run_gemini(
+            gemini, settings, fake, agent_env, token, todoweb, agent_home, workdir, tmp_path, policy=READ_POLICY
+        )
     context = failure_context(run, fake, internet_trap, todoweb) + f"\n--- edit ---\n{outcome}"
     assert run.returncode == 0 and fake.errors == [], context
     assert json.loads(run.stdout)["response"] == DONE, context

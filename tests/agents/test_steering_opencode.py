@@ -18,7 +18,7 @@ from tests.agents.cli_support import DONE
 from tests.agents.conftest import failure_context
 from tests.agents.fake_model import Call, Script, Turn
 from tests.agents.fake_openai_chat import FakeOpenAIChat, tool_results
-from tests.agents.steering import BEFORE, CHECKOUT, CHECKOUT_MARK, EDIT_NOTICE, edit_before_turn_1, messages
+from tests.agents.steering import BEFORE, CHECKOUT, check_told_with_the_read, edit_before_turn_1
 from tests.agents.test_opencode import OFFLINE_CONFIG, OPENCODE, events_of, final_text, provider, run_opencode, todos
 
 STEERING_PLUGIN = Path(__file__).resolve().parents[2] / "integrations" / "opencode" / "todoweb.js"
@@ -55,11 +55,5 @@ def test_a_persons_edit_reaches_opencodes_model_with_the_next_tool_call_of_any_k
     assert run.returncode == 0 and fake.errors == [], context
     assert final_text(events_of(run)) == DONE, context
     assert outcome.get("status") == 200 and board.live == {1: True}, context
-    requests = {request.turn: request for request in fake.turns()}
-    assert sorted(requests) == [0, 1, 2], context
-    [result] = tool_results(requests[2])
-    assert result["tool_call_id"] == "call_fake_1_0" and CHECKOUT_MARK in result["text"], (result, context)
-    assert EDIT_NOTICE in result["text"], (result, context)
-    [message] = messages(todoweb, token, outcome["key"])
-    assert (message["state"], message["told_via"]) == ("told", "opencode hook (read)"), message
+    check_told_with_the_read(fake, tool_results, todoweb, token, outcome["key"], "opencode hook (read)", context)
     assert internet_trap.attempts == [], context

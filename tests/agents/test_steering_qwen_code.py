@@ -13,7 +13,7 @@ import pytest
 from tests.agents.cli_support import DONE, at, merged
 from tests.agents.fake_model import Call, Script, Turn
 from tests.agents.fake_openai_chat import FakeOpenAIChat, tool_results
-from tests.agents.steering import BEFORE, CHECKOUT, CHECKOUT_MARK, EDIT_NOTICE, edit_before_turn_1, messages
+from tests.agents.steering import BEFORE, CHECKOUT, check_told_with_the_read, edit_before_turn_1
 from tests.agents.test_qwen_code import AUTH, OFFLINE, QWEN_CODE, context_of, result_of, run_qwen, todos
 from tests.agents.tunnel_trap import TunnellingTrap
 
@@ -75,11 +75,5 @@ def test_a_persons_edit_reaches_qwen_codes_model_with_the_next_tool_call_of_any_
     assert run.returncode == 0 and fake.errors == [], context
     assert result_of(run)["result"] == DONE, context
     assert outcome.get("status") == 200 and board.live == {1: True}, context
-    requests = {request.turn: request for request in fake.turns()}
-    assert sorted(requests) == [0, 1, 2], context
-    [result] = tool_results(requests[2])
-    assert result["tool_call_id"] == "call_fake_1_0" and CHECKOUT_MARK in result["text"], (result, context)
-    assert EDIT_NOTICE in result["text"], (result, context)
-    [message] = messages(todoweb, token, outcome["key"])
-    assert (message["state"], message["told_via"]) == ("told", "Qwen Code hook (read_file)"), message
+    check_told_with_the_read(fake, tool_results, todoweb, token, outcome["key"], "Qwen Code hook (read_file)", context)
     assert internet_trap.attempts == [], context
