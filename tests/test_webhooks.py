@@ -20,7 +20,7 @@ from tests.webhook_receiver import Receiver
 from todoweb.models import Project, Session, WebhookClock, WebhookDelivery, WebhookEndpoint
 from todoweb.webhooks import endpoints, enqueue, formats, idle
 from todoweb.webhooks.compat import TaskResultStatus
-from todoweb.webhooks.delivery import QUEUE, retry_delay
+from todoweb.webhooks.delivery import QUEUE, queue_new, retry_delay
 from todoweb.writes.tokens import token_create
 
 PLAN = [
@@ -34,8 +34,8 @@ WRITE_EVENTS = [event for event in ALL_EVENTS if event != "session.idle"]
 
 
 def run_queue() -> int:
-    """Run every due task of the webhooks queue, as the worker does (claim, run), in
-    this thread and transaction; how many ran."""
+    """Queue the new deliveries' tasks and run every due task of the webhooks queue, as
+    the worker does (claim, run), in this thread and transaction; how many ran."""
     worker = Worker(
         queue_names=[QUEUE],
         interval=0,
@@ -47,12 +47,15 @@ def run_queue() -> int:
         excluded_queue_names=[],
     )
     ran = 0
-    while (row := DBTaskResult.objects.ready().filter(queue_name=QUEUE).first()) is not None:
+    while True:
+        queue_new(100)
+        row = DBTaskResult.objects.ready().filter(queue_name=QUEUE).first()
+        if row is None:
+            return ran
         row.claim("tests")
         worker.run_task(row)
         assert DBTaskResult.objects.get(pk=row.pk).status == TaskResultStatus.SUCCESSFUL, row.traceback
         ran += 1
-    return ran
 
 
 def make_due() -> None:
@@ -311,6 +314,25 @@ def test_a_project_without_endpoints_pays_no_query_and_one_with_them_none_withou
     assert len(hooked.captured_queries) == len(plain.captured_queries)
 
 
+def test_a_write_with_events_inserts_its_deliveries_in_one_statement_and_queues_no_task(api):
+    for n in range(3):
+        add(api, f"https://example.com/in/{n}")
+    api.call("s1", "TodoWrite", {"todos": PLAN})
+    with CaptureQueriesContext(connection) as queries:
+        api.call("s1", "TodoWrite", {"todos": DONE})
+    statements = [q["sql"].lower() for q in queries.captured_queries]
+    assert not any("django_tasks" in sql for sql in statements)
+    assert sum(sql.startswith("insert into todoweb_webhookdelivery") for sql in statements) == 1
+    completed = WebhookDelivery.objects.filter(event="session.completed")
+    assert [d.task_id for d in completed] == ["", "", ""]
+    # The worker queues their tasks, once.
+    assert queue_new(100) == 6
+    assert queue_new(100) == 0
+    assert DBTaskResult.objects.filter(queue_name=QUEUE, status=TaskResultStatus.READY).count() == 6
+    tasks = {str(pk) for pk in DBTaskResult.objects.values_list("id", flat=True)}
+    assert len({d.task_id for d in completed.all()} & tasks) == 3
+
+
 # --- delivery ----------------------------------------------------------------------------
 
 
@@ -432,6 +454,7 @@ def test_an_endpoint_failing_for_days_is_disabled_with_the_reason(api, settings)
 def test_a_deleted_endpoints_queued_tasks_do_nothing(api, receiver):
     made = add(api, receiver.url, ["session.created"])
     api.call("s1", "TodoWrite", {"todos": PLAN})
+    assert queue_new(100) == 1
     api.delete(f"/api/v1/webhooks/{made['id']}")
     assert run_queue() == 1
     assert receiver.received == []
@@ -440,6 +463,7 @@ def test_a_deleted_endpoints_queued_tasks_do_nothing(api, receiver):
 def test_a_stray_task_does_nothing_and_a_lost_one_is_queued_again(api, receiver):
     made = add(api, receiver.url, ["session.created"])
     api.call("s1", "TodoWrite", {"todos": PLAN})
+    assert queue_new(100) == 1
     delivery = WebhookDelivery.objects.get(endpoint_id=made["id"])
     # Its process died while attempting it: the task is left running.
     task = DBTaskResult.objects.get(pk=delivery.task_id)

@@ -412,6 +412,7 @@ class WebhookDelivery(models.Model):
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     error = models.CharField(max_length=500, blank=True)  # why the last attempt failed
     # The queued task that makes the next attempt: only it may (a stray copy does nothing).
+    # Empty until the worker queues the first (the write that made the delivery does not).
     task_id = models.CharField(max_length=64, blank=True)
 
     class Meta:
@@ -424,6 +425,7 @@ class WebhookDelivery(models.Model):
         indexes = [
             models.Index(fields=["endpoint", "-id"]),
             models.Index(fields=["status", "next_attempt_at"]),
+            models.Index(fields=["id"], condition=models.Q(task_id=""), name="webhook_delivery_unqueued"),
         ]
 
     def __str__(self) -> str:

@@ -278,8 +278,8 @@ TODOWEB_OTLP_MAX_BODY_BYTES = env_int("TODOWEB_OTLP_MAX_BODY_BYTES", 8 * 1024 * 
 
 # The durable queue deliveries wait in: a table of the database (django-tasks-db).
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default", "webhooks"]}}
-# Every server process delivers from a thread of its own; 0 where `manage.py db_worker
-# --queue-name webhooks` runs apart.
+# Every server process delivers from a thread of its own; 0 where `manage.py
+# webhook_worker` runs apart.
 TODOWEB_WEBHOOK_WORKER = env_bool("TODOWEB_WEBHOOK_WORKER", True)
 # Private, loopback and link-local addresses are refused unless this is on.
 TODOWEB_WEBHOOKS_ALLOW_PRIVATE = env_bool("TODOWEB_WEBHOOKS_ALLOW_PRIVATE")

@@ -37,7 +37,7 @@ def test_compose_runs_the_app_on_several_workers_with_postgres_redis_and_a_daily
     assert set(services) == {"app", "worker", "prune", "db", "redis"}
     # Webhooks: delivered by django-tasks-db's worker, not by the web processes.
     assert services["app"]["environment"]["TODOWEB_WEBHOOK_WORKER"] == "0"
-    assert "manage.py db_worker --queue-name webhooks" in " ".join(services["worker"]["command"])
+    assert "manage.py webhook_worker" in " ".join(services["worker"]["command"])
     app, prune = services["app"], services["prune"]
     assert int(default(app["environment"]["WORKERS"])) >= 2
     for service in (app, prune):

@@ -2,10 +2,14 @@
 completing, failing, going idle and edited by a person each make exactly one
 delivery per endpoint, signed (verified with the standardwebhooks library); a
 receiver that is down gets every event once it is back, with the server restarted in
-between. On PostgreSQL two server processes deliver (each delivery claimed once)."""
+between. On PostgreSQL two server processes deliver (each delivery claimed once). A
+worker process of its own (`manage.py webhook_worker`) delivers for servers that do
+not."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +20,7 @@ import httpx
 import pytest
 from standardwebhooks import Webhook
 
-from tests.servers import Server, base_env, create_token, manage
+from tests.servers import PY, ROOT, Server, base_env, create_token, manage
 from tests.webhook_receiver import Receiver
 
 WITHIN = 90.0  # seconds: a deadline, generous (the machine is shared)
@@ -169,3 +173,41 @@ def test_every_event_once_signed_through_an_outage_and_a_restart(database_url: s
         server.stop()
         back.stop()
         slack.stop()
+
+
+def test_a_worker_of_its_own_delivers_what_servers_that_do_not_deliver_write(database_url: str, tmp_path: Path) -> None:
+    env = base_env(DATABASE_URL=database_url, TODOWEB_WEBHOOKS_ALLOW_PRIVATE="1", TODOWEB_WEBHOOK_WORKER="0")
+    manage(env, "migrate")
+    token = create_token(env, "demo")
+    receiver = Receiver().start()
+    server = Server.serve(env, tmp_path / "server.log").start()
+    worker = None
+    try:
+        agent = Agent(server, token)
+        made = agent.post("/api/v1/webhooks", {"url": receiver.url, "events": ["session.completed"]})
+        assert made.status_code == 201, made.text
+        agent.call("done", "TodoWrite", {"todos": DONE})
+        log = agent.http.get(f"/api/v1/webhooks/{made.json()['id']}/deliveries").json()["deliveries"]
+        assert [d["status"] for d in log] == ["pending"]
+        # The server does not deliver; the worker process does, once.
+        worker = subprocess.Popen(
+            [PY, "manage.py", "webhook_worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        wait_until(lambda: len(receiver.received) == 1, "the completion, delivered by the worker process")
+        Webhook(made.json()["secret"]).verify(receiver.received[0].body, receiver.received[0].headers)
+        agent.call("later", "TodoWrite", {"todos": DONE})
+        wait_until(lambda: len(receiver.received) == 2, "a later completion, delivered by the same worker")
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=30)
+        assert worker.returncode == 0, output
+        assert seen(receiver) == {("session.completed", "done"): 1, ("session.completed", "later"): 1}
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.kill()
+        server.stop()
+        receiver.stop()

@@ -9,12 +9,17 @@ the database's round trips and its commit, one write at a time. With
 own connection from the pool, given back when the work ends, so that those waits
 overlap. SQLite takes one writer at a time whatever the threads, so it keeps the one
 thread.
+
+`write_lock`: on SQLite, every writer of a process (the database thread, the webhook
+worker) queues on one lock before it writes.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from functools import cache
 from typing import ParamSpec, TypeVar
 
@@ -55,3 +60,15 @@ def releasing_connection(func: Callable[P, R]) -> Callable[P, R]:
             connection.close_if_unusable_or_obsolete()
 
     return run
+
+
+# SQLite lets one writer in at a time and makes the others sleep-and-retry with a
+# growing back-off (1, 2, 5, 10, … ms: p99 over a second under 8 writers). Queueing
+# this process's writers on a lock first keeps them in order and the waits short.
+# Reentrant: a writer that holds it for its whole call writes under it too.
+_sqlite_writer = threading.RLock()
+
+
+def write_lock() -> AbstractContextManager:
+    """Hold it around a write transaction (nothing to hold on PostgreSQL)."""
+    return _sqlite_writer if connection.vendor == "sqlite" else nullcontext()

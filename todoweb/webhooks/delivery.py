@@ -4,6 +4,9 @@ next attempt (`run_after`: exponential backoff, for TODOWEB_WEBHOOK_RETRY_FOR af
 the event), or give up. An endpoint whose every delivery failed for
 TODOWEB_WEBHOOK_DISABLE_AFTER is disabled, with the reason.
 
+A write makes its deliveries without tasks; the worker queues each one's first task
+(`queue_new`), and each attempt that fails queues the next.
+
 Each delivery names the one task allowed to attempt it (`task_id`): the worker claims
 a task once (a row lock on PostgreSQL, an exclusive transaction on SQLite), and a stray
 copy (see idle.recover) finds it is not that task and does nothing. A delivery is sent
@@ -25,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from todoweb.models import WebhookDelivery, WebhookEndpoint
+from todoweb.runtime.database import write_lock
 from todoweb.webhooks import events, formats, network
 from todoweb.webhooks.compat import TaskContext, task
 
@@ -114,6 +118,28 @@ def deliver(context: TaskContext, message_id: str) -> str:
     return "delivered" if outcome.ok else "failed"
 
 
+def queue_new(limit: int) -> int:
+    """Queue the first attempt of up to `limit` deliveries written without a task (the
+    writes that make deliveries leave that to the worker); how many it queued. Each in
+    a short transaction of its own; a delivery another worker queued meanwhile keeps
+    that worker's task."""
+    unqueued = list(WebhookDelivery.objects.filter(task_id="").order_by("id").values_list("pk", "message_id")[:limit])
+    queued = 0
+    for pk, message_id in unqueued:
+        with write_lock(), transaction.atomic():
+            task = deliver.enqueue(message_id)
+            if WebhookDelivery.objects.filter(pk=pk, task_id="").update(task_id=str(task.id)):
+                queued += 1
+            else:
+                transaction.set_rollback(True)
+    return queued
+
+
+def unqueued() -> bool:
+    """Some delivery waits for its first task."""
+    return WebhookDelivery.objects.filter(task_id="").exists()
+
+
 def record(delivery: WebhookDelivery, endpoint: WebhookEndpoint, outcome: Outcome, *, test: bool) -> None:
     """The attempt's answer; the next attempt queued, or the delivery settled."""
     from todoweb.webhooks.enqueue import changed
@@ -127,7 +153,7 @@ def record(delivery: WebhookDelivery, endpoint: WebhookEndpoint, outcome: Outcom
         "latency_ms": outcome.latency_ms,
         "error": outcome.error,
     }
-    with transaction.atomic():
+    with write_lock(), transaction.atomic():
         if outcome.ok:
             fields |= {"status": WebhookDelivery.Status.DELIVERED, "delivered_at": now, "next_attempt_at": None}
             if not test and endpoint.failing_since is not None:

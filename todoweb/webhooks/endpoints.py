@@ -12,7 +12,7 @@ from django.utils import timezone
 from todoweb import plan
 from todoweb.calls.errors import InvalidInput
 from todoweb.models import Project, WebhookDelivery, WebhookEndpoint
-from todoweb.webhooks import enqueue, events, formats, idle, network
+from todoweb.webhooks import enqueue, events, formats, idle, network, worker
 
 # Endpoints a project may have.
 MAX_ENDPOINTS = 20
@@ -156,9 +156,13 @@ def send_test(endpoint: WebhookEndpoint) -> WebhookDelivery:
         "workdir": "",
         "branch": "",
     }
-    target = enqueue.Target(endpoint.pk, frozenset([events.TEST]), endpoint.created_at)
-    with transaction.atomic():
-        (delivery,) = enqueue.enqueue(
-            project, None, events.TEST, {"session": sample, "test": True}, dedupe_key=None, at=now, only=[target]
-        )
+    delivery = WebhookDelivery.objects.create(
+        endpoint=endpoint,
+        event=events.TEST,
+        message_id=enqueue.new_message_id(),
+        payload=events.body(events.TEST, now, {"session": sample, "test": True}),
+        created_at=now,
+        next_attempt_at=now,
+    )
+    transaction.on_commit(worker.wake)
     return delivery

@@ -1,6 +1,8 @@
-"""The deliveries an event makes: one per endpoint that wants it, each with its queued
-task, written in the transaction of the write that caused the event (a write that
-rolls back sends nothing; one that commits cannot lose its deliveries).
+"""The deliveries an event makes: one per endpoint that wants it, written in the
+transaction of the write that caused the event (a write that rolls back sends nothing;
+one that commits cannot lose its deliveries). The write inserts the delivery rows
+only, in one statement; the worker queues each one's task after the write (see
+delivery.queue_new), so an agent's write does not wait on the task queue.
 
 A project's endpoints are cached per process under the project's `webhook_version`,
 which every write reads with its token: a project that never had an endpoint costs
@@ -17,11 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 from django.db import transaction
 from django.db.models import F
 
 from todoweb.models import Project, Session, WebhookDelivery, WebhookEndpoint
 from todoweb.webhooks import events
+from todoweb.writes import sql
 
 
 @dataclass(frozen=True)
@@ -81,37 +85,32 @@ def enqueue(
     dedupe_key: str | None,
     at: datetime,
     only: Iterable[Target] | None = None,
-) -> list[WebhookDelivery]:
-    """The deliveries of one event, with their tasks: call it inside the transaction
-    of the write that caused the event. `only`: these endpoints (else every enabled
-    one that wants the event)."""
-    from todoweb.webhooks.delivery import deliver
+) -> int:
+    """The deliveries of one event, in one INSERT (their tasks are the worker's to
+    queue): call it inside the transaction of the write that caused the event. `only`:
+    these endpoints (else every enabled one that wants the event). How many."""
     from todoweb.webhooks.worker import wake
 
     chosen = [target for target in (targets(project) if only is None else only) if event in target.events]
     if not chosen:
-        return []
-    payload = events.body(event, at, data)
-    rows = []
-    for target in chosen:
-        message_id = new_message_id()
-        task = deliver.enqueue(message_id)
-        rows.append(
-            WebhookDelivery(
-                endpoint_id=target.id,
-                event=event,
-                message_id=message_id,
-                dedupe_key=dedupe_key,
-                session=session,
-                payload=payload,
-                created_at=at,
-                next_attempt_at=at,
-                task_id=str(task.id),
-            )
+        return 0
+    payload = sql.Serialised(orjson.dumps(events.body(event, at, data)).decode())  # encoded once for all
+    rows = [
+        WebhookDelivery(
+            endpoint_id=target.id,
+            event=event,
+            message_id=new_message_id(),
+            dedupe_key=dedupe_key,
+            session=session,
+            payload=payload,
+            created_at=at,
+            next_attempt_at=at,
         )
-    WebhookDelivery.objects.bulk_create(rows)
+        for target in chosen
+    ]
+    sql.insert(*rows)
     transaction.on_commit(wake)
-    return rows
+    return len(rows)
 
 
 def session_data(summary: dict[str, Any], revision: int, **extra: Any) -> dict[str, Any]:

@@ -1,17 +1,19 @@
-"""The in-process worker: a thread in every server process that runs the webhooks
-queue with django-tasks-db's own worker (`db_worker`'s `Worker`, one task at a time
-while any is due). Started once per process, lazily, by the ASGI
-application's first call (asgi.py), however the application is served;
-TODOWEB_WEBHOOK_WORKER=0 turns it off where `manage.py db_worker --queue-name webhooks`
-runs apart.
+"""The webhook worker: a thread in every server process that queues the first task of
+each new delivery (delivery.queue_new) and runs the webhooks queue with
+django-tasks-db's own worker (`db_worker`'s `Worker`, one task at a time while any is
+due). Started once per process, lazily, by the ASGI application's first call
+(asgi.py), however the application is served; TODOWEB_WEBHOOK_WORKER=0 turns it off
+where `manage.py webhook_worker` runs the same loop apart.
 
-Between batches it checks for due tasks once a second (one indexed read), or at once
-when a write of this process queued a delivery (`wake`).
+Between batches it checks for work once a second (two indexed reads), or at once when a
+write of this process made a delivery (`wake`).
 
-Deliveries give way to agents' writes: before claiming each, the worker waits while this
-process is writing (a write in the last QUIET seconds), for at most GIVE_WAY seconds.
-Under a burst of writes deliveries slow down to about 1 / GIVE_WAY a second and catch
-up once it passes; the writes keep their pace (bench/webhooks.py).
+Deliveries give way to agents' writes: before each piece of work (queueing a few tasks,
+or claiming and running one), the worker waits while this process is writing, long
+enough that its work takes at most SHARE of the process's CPU. Under a burst of writes
+deliveries slow down and catch up once it passes; the writes keep their pace
+(bench/webhooks.py). On SQLite its writes queue on the process's write lock with the
+agents' writes (rather than meeting them in SQLite's sleep-and-retry).
 """
 
 from __future__ import annotations
@@ -19,21 +21,34 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
+from django.db.models import QuerySet
 from django.utils.crypto import get_random_string
 
+from todoweb.runtime.database import write_lock
 from todoweb.runtime.logs import ThrottledLogger
+
+if TYPE_CHECKING:
+    from django_tasks_db.management.commands.db_worker import Worker
 
 logger = logging.getLogger(__name__)
 # The database out of reach (a restart, a dropped connection): one line a minute, no traceback.
 database_down_logger = ThrottledLogger(__name__, every=60)
 
 POLL_SECONDS = 1.0
-# A delivery waits while the process wrote within QUIET seconds, GIVE_WAY seconds at most.
+# While this process writes (a write within QUIET seconds), the worker's pieces of work
+# take at most SHARE of its CPU: each waits for what the last one took × (1/SHARE − 1),
+# MAX_GIVE_WAY seconds at most.
 QUIET = 0.02
-GIVE_WAY = 0.25
+SHARE = 0.03
+MAX_GIVE_WAY = 2.0
+# New deliveries given their task per piece of work.
+QUEUE_BATCH = 1
 
 _last_write = 0.0
 
@@ -54,18 +69,57 @@ def wrote() -> None:
     _last_write = time.monotonic()
 
 
-def give_way() -> None:
-    deadline = time.monotonic() + GIVE_WAY
-    while time.monotonic() - _last_write < QUIET and time.monotonic() < deadline:
-        time.sleep(QUIET)
+class Turns:
+    """The worker's pieces of work, each after giving way to this process's writes."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0  # the CPU seconds the last piece took
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        if time.monotonic() - _last_write < QUIET:
+            # One sleep, not a poll: each wake-up takes the GIL from the writers.
+            time.sleep(min(self.spent * (1 / SHARE - 1), MAX_GIVE_WAY))
+        started = time.thread_time()
+        try:
+            yield
+        finally:
+            self.spent = time.thread_time() - started
 
 
-def due() -> bool:
+def ready() -> QuerySet:
+    """The webhooks queue's tasks due now."""
     from django_tasks_db.models import DBTaskResult
 
     from todoweb.webhooks.delivery import QUEUE
 
-    return DBTaskResult.objects.ready().filter(queue_name=QUEUE, backend_name="default").exists()
+    return DBTaskResult.objects.ready().filter(queue_name=QUEUE, backend_name="default")
+
+
+def due() -> bool:
+    return ready().exists()
+
+
+def work(runner: Worker, turns: Turns) -> bool:
+    """Queue the tasks of a few new deliveries, then claim and run one due task, each
+    in a turn (and, on SQLite, holding the process's write lock while it writes).
+    False when there was nothing to do."""
+    from django_tasks_db.utils import exclusive_transaction
+
+    from todoweb.webhooks.delivery import queue_new
+
+    with turns.turn():
+        queued = queue_new(QUEUE_BATCH) > 0
+    if not due():
+        return queued
+    with turns.turn():
+        with write_lock(), exclusive_transaction():
+            task = ready().get_locked()  # skips rows another process holds (PostgreSQL)
+            if task is not None:
+                task.claim(runner.worker_id)
+        if task is not None:
+            runner.run_task(task)
+    return queued or task is not None
 
 
 def run() -> None:
@@ -74,27 +128,26 @@ def run() -> None:
     from todoweb.webhooks import idle
     from todoweb.webhooks.delivery import QUEUE
 
-    worker_id = "todoweb-" + get_random_string(16)
+    # django-tasks-db's worker, for running a claimed task as its own loop does.
+    runner = Worker(
+        queue_names=[QUEUE],
+        interval=0,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id="todoweb-" + get_random_string(16),
+        excluded_queue_names=[],
+    )
+    turns = Turns()
     idle_scheduled = False
     while not _stop.is_set():
         try:
             if not idle_scheduled:
                 idle.ensure()  # until it succeeds: the database may be down at start
                 idle_scheduled = True
-            # One task at a time, each after giving way to this process's writes (the
-            # claim itself is a write: an exclusive transaction on SQLite).
-            while due() and not _stop.is_set():
-                give_way()
-                Worker(
-                    queue_names=[QUEUE],
-                    interval=0,
-                    batch=True,
-                    backend_name="default",
-                    startup_delay=False,
-                    max_tasks=1,
-                    worker_id=worker_id,
-                    excluded_queue_names=[],
-                ).run()
+            while not _stop.is_set() and work(runner, turns):
+                pass
         except DatabaseError as exc:
             database_down_logger.warning("Webhook deliveries wait for the database", error=exc)
             connection.close()  # a broken connection is not used again
@@ -105,6 +158,12 @@ def run() -> None:
         _wake.wait(POLL_SECONDS)
         _wake.clear()
     connection.close()
+
+
+def stop() -> None:
+    """End the worker's loop after its current piece of work."""
+    _stop.set()
+    _wake.set()
 
 
 def start() -> bool:

@@ -33,6 +33,7 @@ from todoweb.models import Project, Session
 from todoweb.plan import edits, text
 from todoweb.plan.merge import merge
 from todoweb.reads import plan_data
+from todoweb.runtime.database import write_lock
 from todoweb.webhooks import enqueue as webhooks
 from todoweb.writes import messages, revisions, sql
 from todoweb.writes.policy import apply_policy, check_storable
@@ -236,7 +237,7 @@ def get_or_create_session(project: Project, key: str) -> Session:
     read, or an agent turn reported before any write)."""
     session = Session.objects.filter(project=project, key=key).first()
     if session is None:
-        with revisions.write_lock(), transaction.atomic():
+        with write_lock(), transaction.atomic():
             # get_or_create retries the SELECT when a concurrent writer won the INSERT.
             session, created = Session.objects.get_or_create(project=project, key=key)
             if created:

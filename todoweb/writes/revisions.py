@@ -15,9 +15,8 @@ deadlock. The lock is held for database work only (two short statements).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,6 +30,7 @@ from todoweb.live import events
 from todoweb.models import Revision, Session
 from todoweb.plan.steps import FINISHED, WORKING, Item, Warning
 from todoweb.reads import plan_data, session_summary
+from todoweb.runtime.database import write_lock
 from todoweb.webhooks import enqueue as webhooks
 from todoweb.webhooks import worker as webhook_worker
 from todoweb.writes import sql
@@ -210,17 +210,6 @@ def append(new: NewRevision) -> events.Frames:
         session_text=answers.snapshot_text(new.data_json),
         summary=summary,
     )
-
-
-# SQLite lets one writer in at a time and makes the others sleep-and-retry with a
-# growing back-off (p99 over a second under 8 writers). Queueing this process's
-# writers on a lock first keeps them in order and the waits short. Reentrant: a
-# writer that holds it for its whole call writes under it too.
-_sqlite_writer = threading.RLock()
-
-
-def write_lock() -> AbstractContextManager:
-    return _sqlite_writer if connection.vendor == "sqlite" else nullcontext()
 
 
 @contextmanager

@@ -1,4 +1,5 @@
-"""The tool endpoint's queries, written out in SQL.
+"""The tool endpoint's queries, written out in SQL (and the webhook deliveries its
+writes make).
 
 Every tool call runs these. The ORM builds and compiles a query anew on each call:
 on the 2-core machines todoweb is measured on, compiling the session read (a join
@@ -244,13 +245,14 @@ def advance_and_insert(session: Session, changed: dict[str, Any], revision: Revi
         return cursor.rowcount == 1
 
 
-def insert(instance: Any) -> None:
-    """INSERT a new row for `instance`, its primary key left to the database (and not
-    read back: nothing refers to a revision by its id)."""
-    meta = instance._meta
+def insert(*instances: Any) -> None:
+    """INSERT a new row for each of `instances` (of one model) in one statement, their
+    primary keys left to the database (and not read back: nothing refers to a revision
+    or a new delivery by its id)."""
+    meta = instances[0]._meta
     fields = [field for field in meta.concrete_fields if not field.primary_key]
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-    placeholders = ", ".join(["%s"] * len(fields))
-    values = [db_value(field, getattr(instance, field.attname)) for field in fields]
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    values = [db_value(field, getattr(instance, field.attname)) for instance in instances for field in fields]
     with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {meta.db_table} ({columns}) VALUES ({placeholders})", values)
+        cursor.execute(f"INSERT INTO {meta.db_table} ({columns}) VALUES {', '.join([row] * len(instances))}", values)

@@ -444,9 +444,7 @@ def project_endpoint(project: Project, endpoint_id: int) -> WebhookEndpoint:
 def webhook_test(request: HttpRequest, project: Project, endpoint_id: int) -> HttpResponse:
     endpoint = project_endpoint(project, endpoint_id)
     webhook_endpoints.send_test(endpoint)
-    messages.success(
-        request, f"A test event is on its way to {endpoint.url}: reload in a few seconds to see its answer below."
-    )
+    messages.success(request, f"A test event is on its way to {endpoint.url}: its answer shows below.")
     return back_to(project, "webhooks")
 
 
