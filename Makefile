@@ -56,6 +56,7 @@ typecheck: $(STAMP)  ## mypy over the pure core (plan/, dialects/, calls/) and t
 bench: $(STAMP)  ## Run the benchmarks under bench/ (about 17 minutes; PostgreSQL + Redis for some)
 	$(PY) bench/cost.py
 	$(PY) bench/ingest.py
+	$(PY) bench/peer.py  # todoweb's side; --peer PATH puts the peer dashboard beside it
 	$(PY) bench/steering.py
 	$(PY) bench/fanout.py
 	$(PY) bench/fanout.py --rates 20 --watchers 10000

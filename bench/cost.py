@@ -15,6 +15,11 @@ In-process (Django's test client on a throwaway database, no server):
   own, as the server sends it), plus the websocket frame header. And what a watcher downloads
   once: the dashboard's and the panel's HTML with every script and stylesheet they
   load, raw and gzipped.
+- Stored (SQLite only): what the database file grows by per revision over 64 sessions
+  written 10 times each (10-step plans, each call with an id, so its answer is kept
+  for replays), the WAL checkpointed before and after, against the calls' own request
+  bodies (what a dashboard that stores raw events keeps at least). Target: <= 5 KB
+  per revision.
 
     .venv/bin/python bench/cost.py [--database sqlite|postgres]
 """
@@ -50,6 +55,8 @@ def main() -> None:
         queries(api)
         panel = wire_bytes(api)
         page_weights(panel)
+        if args.database == "sqlite":
+            stored(api, f"{tmp}/cost.sqlite3")
         close_databases()
 
 
@@ -193,6 +200,30 @@ def wire_bytes(api: Api, items: int = 10) -> str:
             f" {deflated:5.0f} B with permessage-deflate ({deflated / mean_answer:.2f}x)"
         )
     return json.loads(answer.content)["data"]["session"]["url"]
+
+
+def stored(api: Api, path: str, sessions: int = 64, writes: int = 10, items: int = 10) -> None:
+    from django.db import connection
+
+    def size() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return os.path.getsize(path)
+
+    before = size()
+    sent = 0
+    for n in range(writes):
+        for k in range(sessions):
+            sent += len(json.dumps(todo_write(f"stored-{k}-{n}", items, n)))
+            api.write(f"stored-{k}", f"stored-{k}-{n}", items, n)
+    per_revision = (size() - before) / (sessions * writes)
+    per_request = sent / (sessions * writes)
+    print(f"  stored per revision, {sessions} sessions x {writes} writes of a {items}-step plan")
+    print(f"    request body (the raw event, baseline) {per_request:6.0f} B")
+    print(
+        f"    database growth per revision           {per_revision:6.0f} B ({per_revision / per_request:.2f}x the request;"
+        f" target <= 5 KB: {verdict(per_revision <= 5000)})"
+    )
 
 
 def deflated_sizes(texts: list[bytes]) -> list[int]:

@@ -38,8 +38,11 @@ class Watcher(asyncio.Protocol):
     `seen` lists (revision, monotonic time) of every frame that carried a revision of
     the watched session, in order of receipt; `wire_bytes` counts what came over TCP."""
 
-    def __init__(self, url: str, *, session_id: str = "", cookie: str = "", deflate: bool = True):
+    def __init__(
+        self, url: str, *, session_id: str = "", cookie: str = "", deflate: bool = True, any_message: bool = False
+    ):
         self.url = urlsplit(url)
+        self.any_message = any_message  # joined on any first message (another server's socket), not a todoweb frame
         self.session_mark = f'"id":"{session_id}"'.encode()
         self.cookie = cookie
         self.deflate = deflate
@@ -154,6 +157,8 @@ class Watcher(asyncio.Protocol):
 
     def message(self, text: bytes) -> None:
         received = now()
+        if self.any_message and not self.joined.done():
+            self.joined.set_result(None)
         kind = LIVE_FRAME.match(text)
         if kind is None:
             return
@@ -182,7 +187,14 @@ class Watcher(asyncio.Protocol):
 
 
 async def connect_watchers(
-    url: str, n: int, *, session_id: str = "", cookie: str = "", deflate: bool = True, concurrency: int = 50
+    url: str,
+    n: int,
+    *,
+    session_id: str = "",
+    cookie: str = "",
+    deflate: bool = True,
+    concurrency: int = 50,
+    any_message: bool = False,
 ) -> list[Watcher]:
     """`n` watchers of the websocket at `url`, each past its first frame."""
     target = urlsplit(url)
@@ -192,7 +204,7 @@ async def connect_watchers(
     async def one() -> Watcher:
         async with gate:
             _, watcher = await loop.create_connection(
-                lambda: Watcher(url, session_id=session_id, cookie=cookie, deflate=deflate),
+                lambda: Watcher(url, session_id=session_id, cookie=cookie, deflate=deflate, any_message=any_message),
                 target.hostname,
                 target.port,
             )

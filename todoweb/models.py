@@ -16,6 +16,8 @@ from django.db import models
 from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 
+from todoweb.fields import CompressedJSONField
+
 
 def new_public_id() -> str:
     return secrets.token_urlsafe(12)
@@ -246,9 +248,9 @@ class Revision(models.Model):
     tool = models.CharField(max_length=100)
     dialect = models.CharField(max_length=32)
     call_id = models.CharField(max_length=200, blank=True)
-    raw_input = models.JSONField(null=True)
+    raw_input = CompressedJSONField(null=True)  # the call's input, as the agent sent it
     title = models.CharField(max_length=500, blank=True)
-    todos = models.JSONField(default=list)
+    todos = CompressedJSONField(default=list)
     changes = models.JSONField(default=list)
     # Unfinished steps dropped and not back: the newest few (plan.DROPPED_KEPT) and how
     # many in all; and every step this revision dropped, from which the whole ledger is
@@ -264,7 +266,7 @@ class Revision(models.Model):
     # writes nothing. `fingerprint` tells a repeat from another call reusing the key.
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     fingerprint = models.CharField(max_length=64, blank=True)
-    response = models.JSONField(null=True, blank=True)
+    response = CompressedJSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["session", "number"]

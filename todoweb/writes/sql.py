@@ -20,6 +20,7 @@ from django.db import connection
 from django.db.models import JSONField
 from psycopg.types.json import Jsonb
 
+from todoweb.fields import Serialised
 from todoweb.models import ApiToken, Project, Revision, Session
 
 
@@ -185,20 +186,17 @@ def column_converters(model: Any, name: str) -> tuple[Any, list[Any]]:
     return column, connection.ops.get_db_converters(column) + field.get_db_converters(connection)
 
 
-class Serialised(str):
-    """JSON text serialised already (answers.py): a JSON field stores it as it is."""
-
-
 def db_value(field: Any, value: Any) -> Any:
-    if isinstance(field, JSONField) and value is not None and not isinstance(value, Serialised):
+    if not isinstance(field, JSONField) or value is None:
+        return field.get_db_prep_save(value, connection)
+    if not isinstance(value, Serialised):
         try:
             value = Serialised(orjson.dumps(value).decode())
         except orjson.JSONEncodeError:
-            pass  # an integer beyond 64 bits or a lone surrogate: Django's json.dumps below
-    if isinstance(value, Serialised):
-        # Django's JSON adaptation without its json.dumps: Jsonb on PostgreSQL, text on SQLite.
-        return Jsonb(value, dumps=str) if connection.vendor == "postgresql" else str(value)
-    return field.get_db_prep_save(value, connection)
+            # An integer beyond 64 bits or a lone surrogate: Django's json.dumps.
+            return field.get_db_prep_save(value, connection)
+    # Django's JSON adaptation without its json.dumps: Jsonb on PostgreSQL, text on SQLite.
+    return Jsonb(value, dumps=str) if connection.vendor == "postgresql" else str(value)
 
 
 def session_update(session: Session, changed: dict[str, Any], number: int, told: int) -> tuple[str, list[Any]]:
