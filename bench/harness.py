@@ -86,6 +86,17 @@ class Server:
         return process_tree(self.pid)
 
 
+def wait_until_up(url: str, what: str) -> None:
+    """Return once `url` answers (any status); exit after 10 s."""
+    for _ in range(200):
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    raise SystemExit(f"{what} did not start")
+
+
 @contextmanager
 def server(env: dict[str, str], *, workers: int = 1, port: int | None = None) -> Iterator[Server]:
     """`manage.py serve` (the production command), access log off."""
@@ -94,14 +105,7 @@ def server(env: dict[str, str], *, workers: int = 1, port: int | None = None) ->
     process = subprocess.Popen(args, cwd=ROOT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
-            try:
-                httpx.get(f"{url}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        else:
-            raise SystemExit("server did not start")
+        wait_until_up(f"{url}/healthz", "the server")
         yield Server(url, process.pid)
     finally:
         process.terminate()

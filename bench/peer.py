@@ -49,7 +49,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from harness import ROOT, cpu_seconds, create_token, deployment, free_port, load_average, rss_mb, server, wrk
+from harness import (
+    ROOT,
+    cpu_seconds,
+    create_token,
+    deployment,
+    free_port,
+    load_average,
+    rss_mb,
+    server,
+    wait_until_up,
+    wrk,
+)
 from watchers import connect_watchers
 
 BUN_VERSION = "1.4.5"
@@ -143,14 +154,7 @@ def peer_server(checkout: Path) -> Iterator[Side]:
         )
         url = f"http://127.0.0.1:{port}"
         try:
-            for _ in range(200):
-                try:
-                    httpx.get(f"{url}/events/recent", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.05)
-            else:
-                raise SystemExit("the peer's server did not start")
+            wait_until_up(f"{url}/events/recent", "the peer's server")
             yield Side("peer", url, lambda: [process.pid], [app / "events.db"], socket_url=f"{url}/stream")
         finally:
             process.terminate()

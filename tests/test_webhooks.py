@@ -11,7 +11,6 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 from standardwebhooks import Webhook
 
@@ -21,6 +20,7 @@ from todoweb.models import Project, Session, WebhookClock, WebhookDelivery, Webh
 from todoweb.webhooks import endpoints, enqueue, formats, idle
 from todoweb.webhooks.compat import TaskResultStatus
 from todoweb.webhooks.delivery import QUEUE, queue_new, retry_delay
+from todoweb.webhooks.worker import task_runner
 from todoweb.writes.tokens import token_create
 
 PLAN = [
@@ -36,16 +36,7 @@ WRITE_EVENTS = [event for event in ALL_EVENTS if event != "session.idle"]
 def run_queue() -> int:
     """Queue the new deliveries' tasks and run every due task of the webhooks queue, as
     the worker does (claim, run), in this thread and transaction; how many ran."""
-    worker = Worker(
-        queue_names=[QUEUE],
-        interval=0,
-        batch=True,
-        backend_name="default",
-        startup_delay=False,
-        max_tasks=None,
-        worker_id="tests",
-        excluded_queue_names=[],
-    )
+    worker = task_runner("tests")
     ran = 0
     while True:
         queue_new(100)

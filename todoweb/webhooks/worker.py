@@ -122,23 +122,29 @@ def work(runner: Worker, turns: Turns) -> bool:
     return queued or task is not None
 
 
-def run() -> None:
+def task_runner(worker_id: str) -> Worker:
+    """django-tasks-db's worker over the webhooks queue, for running a claimed task as
+    its own loop does."""
     from django_tasks_db.management.commands.db_worker import Worker
 
-    from todoweb.webhooks import idle
     from todoweb.webhooks.delivery import QUEUE
 
-    # django-tasks-db's worker, for running a claimed task as its own loop does.
-    runner = Worker(
+    return Worker(
         queue_names=[QUEUE],
         interval=0,
         batch=True,
         backend_name="default",
         startup_delay=False,
         max_tasks=None,
-        worker_id="todoweb-" + get_random_string(16),
+        worker_id=worker_id,
         excluded_queue_names=[],
     )
+
+
+def run() -> None:
+    from todoweb.webhooks import idle
+
+    runner = task_runner("todoweb-" + get_random_string(16))
     turns = Turns()
     idle_scheduled = False
     while not _stop.is_set():
