@@ -101,9 +101,9 @@ def due() -> bool:
 
 
 def work(runner: Worker, turns: Turns) -> bool:
-    """Queue the tasks of a few new deliveries, then claim and run one due task, each
-    in a turn (and, on SQLite, holding the process's write lock while it writes).
-    False when there was nothing to do."""
+    """Queue the task of a new delivery (QUEUE_BATCH of them), then claim and run one
+    due task, each in a turn (and, on SQLite, holding the process's write lock while it
+    writes). False when there was nothing to do."""
     from django_tasks_db.utils import exclusive_transaction
 
     from todoweb.webhooks.delivery import queue_new
