@@ -135,11 +135,6 @@ def queue_new(limit: int) -> int:
     return queued
 
 
-def unqueued() -> bool:
-    """Some delivery waits for its first task."""
-    return WebhookDelivery.objects.filter(task_id="").exists()
-
-
 def record(delivery: WebhookDelivery, endpoint: WebhookEndpoint, outcome: Outcome, *, test: bool) -> None:
     """The attempt's answer; the next attempt queued, or the delivery settled."""
     from todoweb.webhooks.enqueue import changed
