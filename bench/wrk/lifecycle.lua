@@ -2,12 +2,16 @@
 -- step on per write and completing every ITEMS + 1 writes (then starting over): a
 -- session.completed every ITEMS + 1 writes of a session, and a session.created for
 -- each session's first.
--- Environment: TODOWEB_TOKEN, ITEMS (10), SESSIONS (64), RUN (a prefix for keys), THREADS (2).
+-- STAGGER=1 (the default) starts each session's plan at a step of its own, as agents
+-- working apart do, so that completions come spread out; STAGGER=0 moves every
+-- session in step, so that all of them complete within the same SESSIONS writes.
+-- Environment: TODOWEB_TOKEN, ITEMS (10), SESSIONS (64), RUN (a prefix for keys), THREADS (2), STAGGER (1).
 local token = os.getenv("TODOWEB_TOKEN")
 local items = tonumber(os.getenv("ITEMS") or "10")
 local sessions = tonumber(os.getenv("SESSIONS") or "64")
 local run = os.getenv("RUN") or "bench"
 local nthreads = tonumber(os.getenv("THREADS") or "2")
+local stagger = os.getenv("STAGGER") ~= "0"
 local count = 0
 
 function setup(thread)
@@ -22,6 +26,7 @@ function request()
   -- Each thread writes to its own sessions, each session's writes in order.
   local session = tid + nthreads * (counter % (sessions / nthreads))
   local step = math.floor(counter / (sessions / nthreads))
+  if stagger then step = step + session end
   local done = step % (items + 1)
   local todos = {}
   for k = 0, items - 1 do

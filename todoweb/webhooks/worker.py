@@ -45,7 +45,7 @@ POLL_SECONDS = 1.0
 # take at most SHARE of its CPU: each waits for what the last one took × (1/SHARE − 1),
 # MAX_GIVE_WAY seconds at most.
 QUIET = 0.02
-SHARE = 0.03
+SHARE = 0.005
 MAX_GIVE_WAY = 2.0
 # New deliveries given their task per piece of work.
 QUEUE_BATCH = 1

@@ -16,7 +16,8 @@ from functools import cache
 from typing import Any
 
 import orjson
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import JSONField
 from psycopg.types.json import Jsonb
 
@@ -186,17 +187,24 @@ def column_converters(model: Any, name: str) -> tuple[Any, list[Any]]:
     return column, connection.ops.get_db_converters(column) + field.get_db_converters(connection)
 
 
-def db_value(field: Any, value: Any) -> Any:
+def this_thread_connection() -> BaseDatabaseWrapper:
+    """The connection itself: `django.db.connection` looks it up again on every
+    attribute read (a context-local lookup), which adds up over a row's fields."""
+    return connections[DEFAULT_DB_ALIAS]
+
+
+def db_value(field: Any, value: Any, db: BaseDatabaseWrapper) -> Any:
+    """`value` as the database takes it for `field` (on the connection `db`)."""
     if not isinstance(field, JSONField) or value is None:
-        return field.get_db_prep_save(value, connection)
+        return field.get_db_prep_save(value, db)
     if not isinstance(value, Serialised):
         try:
             value = Serialised(orjson.dumps(value).decode())
         except orjson.JSONEncodeError:
             # An integer beyond 64 bits or a lone surrogate: Django's json.dumps.
-            return field.get_db_prep_save(value, connection)
+            return field.get_db_prep_save(value, db)
     # Django's JSON adaptation without its json.dumps: Jsonb on PostgreSQL, text on SQLite.
-    return Jsonb(value, dumps=str) if connection.vendor == "postgresql" else str(value)
+    return Jsonb(value, dumps=str) if db.vendor == "postgresql" else str(value)
 
 
 def session_update(session: Session, changed: dict[str, Any], number: int, told: int) -> tuple[str, list[Any]]:
@@ -211,7 +219,8 @@ def session_update(session: Session, changed: dict[str, Any], number: int, told:
         + ", ".join(f"{quote(field.column)} = %s" for field, _ in sets)
         + " WHERE id = %s AND revision = %s AND told_message = %s"
     )
-    return sql, [db_value(field, value) for field, value in sets] + [session.pk, number - 1, told]
+    db = this_thread_connection()
+    return sql, [db_value(field, value, db) for field, value in sets] + [session.pk, number - 1, told]
 
 
 def advance(session: Session, changed: dict[str, Any], number: int, told: int) -> bool:
@@ -237,7 +246,10 @@ def advance_and_insert(session: Session, changed: dict[str, Any], revision: Revi
         + ", ".join("moved.id" if field.attname == "session_id" else "%s" for field in fields)
         + " FROM moved"
     )
-    values += [db_value(field, getattr(revision, field.attname)) for field in fields if field.attname != "session_id"]
+    db = this_thread_connection()
+    values += [
+        db_value(field, getattr(revision, field.attname), db) for field in fields if field.attname != "session_id"
+    ]
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         return cursor.rowcount == 1
@@ -247,10 +259,18 @@ def insert(*instances: Any) -> None:
     """INSERT a new row for each of `instances` (of one model) in one statement, their
     primary keys left to the database (and not read back: nothing refers to a revision
     or a new delivery by its id)."""
-    meta = instances[0]._meta
+    db = this_thread_connection()
+    statement, fields = insert_statement(type(instances[0]), len(instances), db.vendor)
+    values = [db_value(field, getattr(instance, field.attname), db) for instance in instances for field in fields]
+    with db.cursor() as cursor:
+        cursor.execute(statement, values)
+
+
+@cache
+def insert_statement(model: Any, rows: int, vendor: str) -> tuple[str, list[Any]]:
+    """The INSERT of `rows` new rows of `model`, and the fields of each row's values in order."""
+    meta = model._meta
     fields = [field for field in meta.concrete_fields if not field.primary_key]
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
     row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    values = [db_value(field, getattr(instance, field.attname)) for instance in instances for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {meta.db_table} ({columns}) VALUES {', '.join([row] * len(instances))}", values)
+    return f"INSERT INTO {meta.db_table} ({columns}) VALUES {', '.join([row] * rows)}", fields
