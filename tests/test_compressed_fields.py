@@ -35,6 +35,7 @@ def test_values_come_back_as_written():
         "text",
         0,
         {"s": "\ud800"},
+        [2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 10**18, 0.1, 1.5e300, "1234567890123456789"],
     ]:
         data = field.get_prep_value(value)
         assert isinstance(data, bytes)

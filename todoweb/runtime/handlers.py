@@ -106,12 +106,13 @@ def without_nul(app: Any) -> Any:
 
 
 def http_application(browser: ASGIHandler) -> Any:
-    """The ASGI application for HTTP: /api/ and /v1/ (OTLP) to the lean handler, /mcp
-    to the MCP server, the rest to `browser`."""
+    """The ASGI application for HTTP: /api/ and /v1/ (OTLP) to the lean handler (the
+    agents' writes by their own route), /mcp to the MCP server, the rest to `browser`."""
+    from todoweb.runtime.agent_routes import AgentRoutes
     from todoweb.web.mcp import PATH as MCP_PATH
     from todoweb.web.mcp import McpApp
 
-    api = ApiHandler()
+    api = AgentRoutes(ApiHandler())
     mcp = McpApp()
 
     async def route(scope: dict[str, Any], receive: Any, send: Any) -> None:

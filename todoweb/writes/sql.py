@@ -133,8 +133,9 @@ def column_names(sql: str) -> list[str]:
 
 
 def model_from(model: Any, alias: str, names: list[str], row: dict[str, Any]) -> Any:
-    values = [from_db(model, name, row[f"{alias}_{name}"]) for name in names]
-    return model.from_db(connection.alias, names, values)
+    db = this_thread_connection()
+    values = [from_db(model, name, row[f"{alias}_{name}"], db) for name in names]
+    return model.from_db(db.alias, names, values)
 
 
 def token_from(row: dict[str, Any]) -> ApiToken:
@@ -144,16 +145,17 @@ def token_from(row: dict[str, Any]) -> ApiToken:
 
 
 def session_from(row: dict[str, Any], project: Project) -> SessionRow:
+    db = this_thread_connection()
     session = model_from(Session, "s", SESSION_FIELDS, row)
     session.project = project
     if session.parent_id is not None:
         session.parent = Session(pk=session.parent_id, public_id=row["parent_public_id"], project=project)
     replay = None
     if row["replay_fingerprint"] is not None:
-        replay = Replay(row["replay_fingerprint"], from_db(Revision, "response", row["replay_response"]))
+        replay = Replay(row["replay_fingerprint"], from_db(Revision, "response", row["replay_response"], db))
     current = None
     if session.revision:
-        values = {name: from_db(Revision, name, row[f"r_{name}"]) for name in CURRENT_FIELDS}
+        values = {name: from_db(Revision, name, row[f"r_{name}"], db) for name in CURRENT_FIELDS}
         current = Revision(session=session, number=session.revision, **values)
     return SessionRow(session, current, replay)
 
@@ -169,13 +171,14 @@ def lock_session(project: Project, key: str) -> None:
             )
 
 
-def from_db(model: Any, name: str, value: Any) -> Any:
-    """A value read as an extra column, converted as the field would convert it."""
+def from_db(model: Any, name: str, value: Any, db: BaseDatabaseWrapper) -> Any:
+    """A value read as an extra column, converted as the field would convert it (on
+    the connection `db`)."""
     if value is None:
         return None
     column, converters = column_converters(model, name)
     for converter in converters:
-        value = converter(value, column, connection)
+        value = converter(value, column, db)
     return value
 
 

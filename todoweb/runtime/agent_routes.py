@@ -1,0 +1,122 @@
+"""The agents' write endpoints, `POST /api/v1/sessions/<key>/tool` and
+`POST /api/v1/hooks/<agent>`, served by their views without the rest of Django's
+request machinery: no URL resolver, no django-ninja parameter parsing, no
+request_started signal and no task watching for the client to go away. They are the
+hot path (every tool call of an agent whose hook posts them all), and that machinery
+cost more than the write itself.
+
+The views and the answers are the API's own (todoweb.web.api.tools and .hooks): the
+request is Django's ASGIRequest, read and answered by the API handler's own methods,
+and the response is closed as Django closes it (request_finished). A request this
+route is not sure of (a query parameter it does not know or whose value ninja would
+refuse, a hook body that does not validate, another method) goes to the API handler,
+which answers it in full: this route only ever answers what the API would answer the
+same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler
+from django.http import HttpRequest, HttpResponseBase
+
+from todoweb.web.api import api
+from todoweb.web.api.hooks import AGENTS, PLAN_WAIT, HookInput, record_hook
+from todoweb.web.api.questions import MAX_WAIT
+from todoweb.web.api.tools import post_tool_call
+
+TOOL_PATH = re.compile(r"/api/v1/sessions/([^/]+)/tool")
+HOOK_PATH = re.compile(r"/api/v1/hooks/([a-z-]+)")
+
+# The values ninja would take for the views' query parameters (None: not given).
+REPLIES = (None, "checklist", "native")
+HOOK_ANSWERS = (None, "full", "hook")
+WAIT = re.compile(r"[1-9][0-9]{0,3}")
+
+View = Callable[[HttpRequest], Awaitable[HttpResponseBase] | None]
+
+
+def tool_view(request: HttpRequest, session_key: str) -> Awaitable[HttpResponseBase] | None:
+    """The tool endpoint's answer (None: a query the API must read)."""
+    query = single_values(request, {"reply", "dialect", "title"})
+    if query is None or query.get("reply") not in REPLIES or query.get("dialect") == "":
+        return None
+    return post_tool_call(request, session_key, reply=query.get("reply"), dialect=query.get("dialect"))
+
+
+def hook_view(request: HttpRequest, name: str) -> Awaitable[HttpResponseBase] | None:
+    """The hook's answer (None: a query or a body the API must read)."""
+    query = single_values(request, {"reply", "answer", "wait"})
+    if query is None or query.get("reply") not in REPLIES or query.get("answer") not in HOOK_ANSWERS:
+        return None
+    wait = query.get("wait", str(PLAN_WAIT))
+    if not WAIT.fullmatch(wait) or int(wait) > MAX_WAIT:
+        return None
+    try:
+        hook = HookInput.model_validate(api.parser.parse_body(request))
+    except Exception:
+        return None  # the API answers it with its own error
+    return record_hook(request, name, hook, query.get("reply"), query.get("answer"), int(wait))
+
+
+def single_values(request: HttpRequest, known: set[str]) -> dict[str, str] | None:
+    """The query's parameters, when each is one of `known` and given once (None: not)."""
+    query = {}
+    for key, values in request.GET.lists():
+        if key not in known or len(values) != 1:
+            return None
+        query[key] = values[0]
+    return query
+
+
+def view_of(scope: dict[str, Any]) -> View | None:
+    """The view for this request when it may be one of the agents' writes."""
+    if scope["method"] != "POST" or scope.get("root_path"):
+        return None
+    path = scope["path"]
+    if match := TOOL_PATH.fullmatch(path):
+        key = match.group(1)
+        return lambda request: tool_view(request, key)
+    if (match := HOOK_PATH.fullmatch(path)) and match.group(1) in AGENTS:
+        name = match.group(1)
+        return lambda request: hook_view(request, name)
+    return None
+
+
+class AgentRoutes:
+    """The agents' write endpoints; every other request, and any of theirs it is not
+    sure of, to `api` (the API's handler)."""
+
+    def __init__(self, api_handler: ASGIHandler) -> None:
+        self.api = api_handler
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        view = view_of(scope)
+        if view is None:
+            await self.api(scope, receive, send)
+            return
+        try:
+            body_file = await self.api.read_body(receive)
+        except RequestAborted:
+            return
+        try:
+            request, response = self.api.create_request(scope, body_file)
+            if request is not None:
+                answering = view(request)
+                if answering is None:
+                    response = await self.api.get_response_async(request)
+                else:
+                    try:
+                        response = await answering
+                    except Exception as error:
+                        response = api.on_exception(request, error)  # as ninja answers it
+            await self.api.send_response(response, send)
+            # As Django closes a response: request_finished (connections checked).
+            await sync_to_async(response.close)()
+        finally:
+            body_file.close()
