@@ -394,7 +394,9 @@ class WebhookDelivery(models.Model):
         DELIVERED = "delivered"
         FAILED = "failed"  # given up
 
-    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
+    # Indexed by the (endpoint, -id) index and the (endpoint, dedupe_key) constraint below:
+    # an index of its own would only cost each event's write.
+    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
     event = models.CharField(max_length=40)
     # The webhook-id header: the same on every attempt, so receivers can drop repeats.
     message_id = models.CharField(max_length=40, unique=True)

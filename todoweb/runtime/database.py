@@ -31,9 +31,24 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+# Calls handed to the database threads and not done yet (changed on the event loop only).
+_in_flight = 0
+
+
 async def in_database_thread(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """`func(*args, **kwargs)` in a database thread."""
-    return await runner(func, settings.TODOWEB_DB_THREADS)(*args, **kwargs)
+    global _in_flight
+    _in_flight += 1
+    try:
+        return await runner(func, settings.TODOWEB_DB_THREADS)(*args, **kwargs)
+    finally:
+        _in_flight -= 1
+
+
+def calls_in_flight() -> int:
+    """How many calls are in the database threads or queued for them: above the
+    number of threads, requests are waiting for the database."""
+    return _in_flight
 
 
 @cache

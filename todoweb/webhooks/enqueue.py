@@ -96,19 +96,19 @@ def enqueue(
         return 0
     payload = sql.Serialised(orjson.dumps(events.body(event, at, data)).decode())  # encoded once for all
     rows = [
-        WebhookDelivery(
-            endpoint_id=target.id,
-            event=event,
-            message_id=new_message_id(),
-            dedupe_key=dedupe_key,
-            session=session,
-            payload=payload,
-            created_at=at,
-            next_attempt_at=at,
-        )
+        {
+            "endpoint_id": target.id,
+            "event": event,
+            "message_id": new_message_id(),
+            "dedupe_key": dedupe_key,
+            "session_id": session.pk if session is not None else None,
+            "payload": payload,
+            "created_at": at,
+            "next_attempt_at": at,
+        }
         for target in chosen
     ]
-    sql.insert(*rows)
+    sql.insert_rows(WebhookDelivery, rows)
     transaction.on_commit(wake)
     return len(rows)
 

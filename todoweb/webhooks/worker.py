@@ -9,10 +9,11 @@ Between batches it checks for work once a second (two indexed reads), or at once
 write of this process made a delivery (`wake`).
 
 Deliveries give way to agents' writes: before each piece of work (queueing a few tasks,
-or claiming and running one), the worker waits while this process is writing, long
-enough that its work takes at most SHARE of the process's CPU. Under a burst of writes
-deliveries slow down and catch up once it passes; the writes keep their pace
-(bench/webhooks.py). On SQLite its writes queue on the process's write lock with the
+or claiming and running one), while requests wait for this process's database threads
+(it is saturated), the worker waits long enough that its work takes at most SHARE of
+the process's CPU. Under a burst of writes deliveries slow down and catch up once it
+passes; the writes keep their pace (bench/webhooks.py). A process that is busy but not
+saturated delivers at once. On SQLite its writes queue on the process's write lock with the
 agents' writes (rather than meeting them in SQLite's sleep-and-retry).
 """
 
@@ -30,7 +31,7 @@ from django.db import DatabaseError, close_old_connections, connection
 from django.db.models import QuerySet
 from django.utils.crypto import get_random_string
 
-from todoweb.runtime.database import write_lock
+from todoweb.runtime.database import calls_in_flight, write_lock
 from todoweb.runtime.logs import ThrottledLogger
 
 if TYPE_CHECKING:
@@ -41,16 +42,13 @@ logger = logging.getLogger(__name__)
 database_down_logger = ThrottledLogger(__name__, every=60)
 
 POLL_SECONDS = 1.0
-# While this process writes (a write within QUIET seconds), the worker's pieces of work
-# take at most SHARE of its CPU: each waits for what the last one took × (1/SHARE − 1),
-# MAX_GIVE_WAY seconds at most.
-QUIET = 0.02
+# While requests wait for this process's database threads (it is saturated), the
+# worker's pieces of work take at most SHARE of its CPU: each waits for what the last
+# one took × (1/SHARE − 1), MAX_GIVE_WAY seconds at most.
 SHARE = 0.005
 MAX_GIVE_WAY = 2.0
 # New deliveries given their task per piece of work.
 QUEUE_BATCH = 1
-
-_last_write = 0.0
 
 _wake = threading.Event()
 _started = False
@@ -63,12 +61,6 @@ def wake() -> None:
     _wake.set()
 
 
-def wrote() -> None:
-    """This process wrote an agent's revision (deliveries give way to writes)."""
-    global _last_write
-    _last_write = time.monotonic()
-
-
 class Turns:
     """The worker's pieces of work, each after giving way to this process's writes."""
 
@@ -77,7 +69,7 @@ class Turns:
 
     @contextmanager
     def turn(self) -> Iterator[None]:
-        if time.monotonic() - _last_write < QUIET:
+        if calls_in_flight() > settings.TODOWEB_DB_THREADS:
             # One sleep, not a poll: each wake-up takes the GIL from the writers.
             time.sleep(min(self.spent * (1 / SHARE - 1), MAX_GIVE_WAY))
         started = time.thread_time()

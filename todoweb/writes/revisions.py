@@ -32,7 +32,6 @@ from todoweb.plan.steps import FINISHED, WORKING, Item, Warning
 from todoweb.reads import plan_data, session_summary
 from todoweb.runtime.database import write_lock
 from todoweb.webhooks import enqueue as webhooks
-from todoweb.webhooks import worker as webhook_worker
 from todoweb.writes import sql
 from todoweb.writes.sql import SessionRow
 
@@ -202,7 +201,6 @@ def append(new: NewRevision) -> events.Frames:
             if hooks:
                 webhooks.enqueue_revision(project, session, revision, new.result.changes, hooks, summary)
     new.row.current = revision
-    webhook_worker.wrote()
     return events.session_frames(
         public_id=session.public_id,
         project_id=session.project_id,

@@ -269,6 +269,36 @@ def insert(*instances: Any) -> None:
         cursor.execute(statement, values)
 
 
+def insert_rows(model: Any, rows: list[dict[str, Any]]) -> None:
+    """`insert` without making the instances: each row a dict of field attribute names
+    to values, the fields a row leaves out taking their defaults."""
+    db = this_thread_connection()
+    statement, fields = insert_statement(model, len(rows), db.vendor)
+    fixed = fixed_defaults(model, db.vendor)
+    values = [
+        db_value(field, row[field.attname], db)
+        if field.attname in row
+        else fixed[field.attname]
+        if field.attname in fixed
+        else db_value(field, field.get_default(), db)
+        for row in rows
+        for field in fields
+    ]
+    with db.cursor() as cursor:
+        cursor.execute(statement, values)
+
+
+@cache
+def fixed_defaults(model: Any, vendor: str) -> dict[str, Any]:
+    """The database values of the model's defaults that are not made anew each time."""
+    db = this_thread_connection()
+    return {
+        field.attname: db_value(field, field.get_default(), db)
+        for field in model._meta.concrete_fields
+        if not field.primary_key and not (field.has_default() and callable(field.default))
+    }
+
+
 @cache
 def insert_statement(model: Any, rows: int, vendor: str) -> tuple[str, list[Any]]:
     """The INSERT of `rows` new rows of `model`, and the fields of each row's values in order."""
