@@ -12,7 +12,9 @@ the writes' transactions and delivered meanwhile. `--load lockstep`: the same wi
 every session in step, so that all 64 complete within 64 writes in a row (p99 then
 measures such a burst). `--load ingest` runs bench/ingest.py's script instead (64
 sessions whose plans go round: fewer events). `--worker off` delivers nothing: the
-write path's own cost.
+write path's own cost. Each round's sessions are made by a second of the same load
+first, so that a round measures writes to sessions under way; `--no-warm-up` measures
+from the first write instead, 64 sessions (and their session.created) made at once.
 
 Each side goes first every other round, and the ratios are of the rounds' medians
 (targets: throughput >= 0.95x, p99 <= 1.1x): with fewer than about 10 rounds the
@@ -81,6 +83,12 @@ def main() -> None:
         default="in-process",
         help="off: TODOWEB_WEBHOOK_WORKER=0, nothing delivered (the write path's own cost)",
     )
+    parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="measure from the round's first write, 64 sessions (and their session.created) made at once",
+    )
     args = parser.parse_args()
     script = "todowrite.lua" if args.load == "ingest" else "lifecycle.lua"
 
@@ -140,6 +148,10 @@ def main() -> None:
             for token, results, name in pair if round_ % 2 == 0 else reversed(pair):
                 write_env = {"TODOWEB_TOKEN": token, "ITEMS": "10", "SESSIONS": "64", "RUN": f"{name}{round_}"}
                 write_env["STAGGER"] = "0" if args.load == "lockstep" else "1"
+                if args.warm_up:
+                    # The round's sessions made first: the round measures writes to sessions
+                    # under way, not 64 sessions made at once.
+                    wrk(url, seconds=1, connections=args.connections, script=script, env=write_env | {"CALLS": "warm"})
                 results.append(
                     wrk(url, seconds=args.seconds, connections=args.connections, script=script, env=write_env)
                 )

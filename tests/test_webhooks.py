@@ -555,3 +555,31 @@ def test_one_chain_of_idle_checks_however_often_started(api):
     make_due()
     run_queue()
     assert DBTaskResult.objects.filter(queue_name=QUEUE, status=TaskResultStatus.READY).count() == 1
+
+
+def test_message_ids_sort_in_the_order_they_are_made():
+    made = [enqueue.new_message_id() for _ in range(50)]
+    assert sorted(made) == made and len(set(made)) == 50
+    assert all(
+        m.startswith("msg_") and len(m) <= WebhookDelivery._meta.get_field("message_id").max_length for m in made
+    )
+
+
+def test_deliveries_give_way_only_while_requests_wait_for_the_database(monkeypatch, settings):
+    from todoweb.runtime import database
+    from todoweb.webhooks import worker
+
+    slept: list[float] = []
+    monkeypatch.setattr(worker.time, "sleep", slept.append)
+    settings.TODOWEB_DB_THREADS = 1
+    turns = worker.Turns()
+    turns.spent = 0.002
+    monkeypatch.setattr(database, "_in_flight", 1)  # one call, running: the process keeps up
+    with turns.turn():
+        pass
+    assert slept == []
+    monkeypatch.setattr(database, "_in_flight", 5)  # four waiting: saturated
+    turns.spent = 0.002
+    with turns.turn():
+        pass
+    assert slept == [pytest.approx(0.002 * (1 / worker.SHARE - 1))]

@@ -5,13 +5,17 @@
 -- STAGGER=1 (the default) starts each session's plan at a step of its own, as agents
 -- working apart do, so that completions come spread out; STAGGER=0 moves every
 -- session in step, so that all of them complete within the same SESSIONS writes.
--- Environment: TODOWEB_TOKEN, ITEMS (10), SESSIONS (64), RUN (a prefix for keys), THREADS (2), STAGGER (1).
+-- Environment: TODOWEB_TOKEN, ITEMS (10), SESSIONS (64), RUN (a prefix for keys), THREADS (2), STAGGER (1),
+-- CALLS (RUN).
 local token = os.getenv("TODOWEB_TOKEN")
 local items = tonumber(os.getenv("ITEMS") or "10")
 local sessions = tonumber(os.getenv("SESSIONS") or "64")
 local run = os.getenv("RUN") or "bench"
 local nthreads = tonumber(os.getenv("THREADS") or "2")
 local stagger = os.getenv("STAGGER") ~= "0"
+-- A prefix for the tool call ids (RUN unless given): a run that goes on with the
+-- sessions of an earlier one needs calls of its own, or they would be replays.
+local calls = os.getenv("CALLS") or run
 local count = 0
 
 function setup(thread)
@@ -37,7 +41,7 @@ function request()
   end
   local body = string.format(
     '{"type":"tool_use","id":"toolu_%s_%d_%d","name":"TodoWrite","input":{"todos":[%s]}}',
-    run, tid, counter, table.concat(todos, ","))
+    calls, tid, counter, table.concat(todos, ","))
   local path = string.format("/api/v1/sessions/%s-%d/tool", run, session)
   return wrk.format("POST", path, {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}, body)
 end

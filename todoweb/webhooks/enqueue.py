@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -73,7 +74,10 @@ def changed(project_id: int) -> None:
 
 
 def new_message_id() -> str:
-    return "msg_" + secrets.token_urlsafe(18)
+    """`msg_`, the time in hex, then 72 random bits: new ids sort last, so that each
+    event's rows are added to the same end of the unique index rather than to random
+    pages of it (which made every event's commit write more pages as the log grew)."""
+    return f"msg_{time.time_ns():016x}{secrets.token_urlsafe(9)}"
 
 
 def enqueue(
