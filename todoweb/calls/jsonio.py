@@ -16,6 +16,8 @@ import math
 import re
 from typing import Any
 
+import orjson
+
 from todoweb.calls.errors import InvalidInput, InvalidJson
 
 # Far deeper than any todo list (a tool call is 4-5 levels), far shallower than
@@ -56,10 +58,52 @@ def parse(text: bytes | str, *, what: str, strict: bool = True) -> Any:
     """Parse JSON text, refusing JSON's extensions, overflowing numbers, deep nesting
     and text no database stores. `strict=False` lets control characters into strings
     (as some agents' own parsers do)."""
+    if strict and isinstance(text, bytes):
+        value = parse_plain(text)
+        if value is not NOT_PLAIN:
+            return value
     text = decode(text, what=what)
     value = load(text, what=what, strict=strict)
     check(value, text=text, what=what)
     return value
+
+
+# What `parse_plain` leaves to the full parse.
+NOT_PLAIN = object()
+# An integer of 19 digits or more may be beyond 64 bits, which orjson reads as a float.
+LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def parse_plain(text: bytes) -> Any:
+    """`parse` for the usual body, some ten times faster: orjson's parse, which refuses
+    everything `parse` refuses but NUL characters, deep nesting, long lists and
+    integers beyond 64 bits (it reads those as floats); a body that may hold any of
+    these is left to `parse` (NOT_PLAIN), as is a body orjson refuses, so that the
+    error says what `parse` says."""
+    if b"\\u0000" in text or LONG_DIGITS.search(text):
+        return NOT_PLAIN
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return NOT_PLAIN
+    # Fewer brackets than the depth limit, or commas than the list limit: within both.
+    if text.count(b"[") + text.count(b"{") >= MAX_DEPTH or text.count(b",") >= MAX_LIST_ITEMS:
+        if not containers_within_limits(value):
+            return NOT_PLAIN
+    return value
+
+
+def containers_within_limits(value: Any) -> bool:
+    """Whether no list or object is nested past MAX_DEPTH or holds more than
+    MAX_LIST_ITEMS elements (its text needs no look: orjson has checked it)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth >= MAX_DEPTH or len(item) > MAX_LIST_ITEMS:
+            return False
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return True
 
 
 def decode(text: bytes | str, *, what: str) -> str:

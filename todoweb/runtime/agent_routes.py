@@ -6,22 +6,23 @@ hot path (every tool call of an agent whose hook posts them all), and that machi
 cost more than the write itself.
 
 The views and the answers are the API's own (todoweb.web.api.tools and .hooks): the
-request is Django's ASGIRequest, read and answered by the API handler's own methods,
-and the response is closed as Django closes it (request_finished). A request this
-route is not sure of (a query parameter it does not know or whose value ninja would
-refuse, a hook body that does not validate, another method) goes to the API handler,
-which answers it in full: this route only ever answers what the API would answer the
-same way.
+request is Django's ASGIRequest, made and answered by the API handler's own methods.
+No request_finished signal either: it would cost a hop to the database thread, where
+the connection is checked after each piece of work instead (runtime.database). A
+request this route is not sure of (a query parameter it does not know or whose value
+ninja would refuse, a hook body that does not validate, a body over the size limit,
+another method) goes to the API handler, which answers it in full: this route only
+ever answers what the API would answer the same way.
 """
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.core.exceptions import RequestAborted
+from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponseBase
 
@@ -97,26 +98,62 @@ class AgentRoutes:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         view = view_of(scope)
-        if view is None:
+        if view is None or declared_too_large(scope):
+            # A body over the limit is the API's to answer (413, with the model's reply).
             await self.api(scope, receive, send)
             return
-        try:
-            body_file = await self.api.read_body(receive)
-        except RequestAborted:
+        body, complete = await read_body(receive, settings.TODOWEB_MAX_BODY_BYTES)
+        if body is None:
+            return  # the client went away
+        request, response = self.api.create_request(scope, io.BytesIO(body))
+        answering = view(request) if request is not None and complete else None
+        if answering is None and request is not None:
+            await self.api(scope, replaying(body, complete, receive), send)
             return
-        try:
-            request, response = self.api.create_request(scope, body_file)
-            if request is not None:
-                answering = view(request)
-                if answering is None:
-                    response = await self.api.get_response_async(request)
-                else:
-                    try:
-                        response = await answering
-                    except Exception as error:
-                        response = api.on_exception(request, error)  # as ninja answers it
-            await self.api.send_response(response, send)
-            # As Django closes a response: request_finished (connections checked).
-            await sync_to_async(response.close)()
-        finally:
-            body_file.close()
+        if answering is not None:
+            try:
+                response = await answering
+            except Exception as error:
+                response = api.on_exception(request, error)  # as ninja answers it
+        # Connections are checked where they are used (in_database_thread): no
+        # request_finished, which would cost a hop to the database thread.
+        await self.api.send_response(response, send)
+
+
+def declared_too_large(scope: dict[str, Any]) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return not value.isdigit() or int(value) > settings.TODOWEB_MAX_BODY_BYTES
+    return False
+
+
+async def read_body(receive: Any, limit: int) -> tuple[bytes | None, bool]:
+    """The request's body, and whether that is all of it: reading stops past `limit`
+    bytes (a body sent without its length). None: the client went away."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None, False
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), True
+        if size > limit:
+            return b"".join(chunks), False
+
+
+def replaying(body: bytes, complete: bool, receive: Any) -> Any:
+    """`receive` for a request whose body was read already, or its first part: that,
+    then what comes."""
+    sent = False
+
+    async def receive_again() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": not complete}
+
+    return receive_again

@@ -55,7 +55,7 @@ def calls_in_flight() -> int:
 def runner(func: Callable[P, R], threads: int) -> Callable[P, Awaitable[R]]:
     # Made once per function: wrapping costs more than a thread hop.
     if threads <= 1:
-        return sync_to_async(func)
+        return sync_to_async(releasing_connection(func))
     return sync_to_async(releasing_connection(func), thread_sensitive=False, executor=executor(threads))
 
 
@@ -66,13 +66,16 @@ def executor(threads: int) -> ThreadPoolExecutor:
 
 def releasing_connection(func: Callable[P, R]) -> Callable[P, R]:
     """`func`, then what Django does with a connection at the end of a request: a
-    pooled one goes back to the pool, a broken one is discarded."""
+    pooled one goes back to the pool, a broken one is discarded. (The agents' route
+    sends no request_finished, which would do it in a hop of its own.) A connection
+    inside a transaction opened around the call (a test's) is left as it is."""
 
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
         finally:
-            connection.close_if_unusable_or_obsolete()
+            if not connection.in_atomic_block:
+                connection.close_if_unusable_or_obsolete()
 
     return run
 

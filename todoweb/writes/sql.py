@@ -1,74 +1,159 @@
-"""The tool endpoint's queries, written out in SQL (and the webhook deliveries its
-writes make).
+"""The agents' write path in SQL: its reads and writes, built once, run on the
+database's own cursor, and its rows turned into model instances directly (and the
+webhook deliveries its writes make).
 
-Every tool call runs these. The ORM builds and compiles a query anew on each call:
-on the 2-core machines todoweb is measured on, compiling the session read (a join
-with the parent and the earlier call with the same key) takes 2.4 ms and running it
-0.13 ms. Here the SQL is built once; each column is converted as its field would
-convert it (dates, JSON, booleans) and the rows come back as ordinary model
-instances. Everything else reads and writes through the ORM.
+Every tool call and hook runs these. The ORM builds and compiles a query anew on each
+call (on the 2-core machines todoweb is measured on, compiling the session read took
+2.4 ms and running it 0.13 ms); Django's cursor wrapper rewrites each statement's
+placeholders and wraps each call; `Model.from_db` runs every field through
+`__init__`; `get_db_prep_save` goes through four layers per value. Here each statement
+is written once per database, values are converted by each field's own converters
+(looked up once), instances are made as `from_db` makes them without `__init__`, and
+values are prepared for the database by a function per field. Everything else reads
+and writes through the ORM.
+
+While Django logs queries (tests that count them, DEBUG), statements go through its
+cursor, so they are counted as any other.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any
 
 import orjson
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import JSONField
-from psycopg.types.json import Jsonb
+from django.db.models import DateTimeField, JSONField, Model
+from django.db.models.base import ModelState
 
-from todoweb.fields import Serialised
+from todoweb.fields import CompressedJSONField, Serialised
 from todoweb.models import ApiToken, Project, Revision, Session
 
 
-def columns(model: Any, alias: str, names: list[str]) -> str:
-    """`alias.column AS alias_attname, …` for these fields of `model`."""
-    fields = [model._meta.get_field(name) for name in names]
-    return ", ".join(f"{alias}.{connection.ops.quote_name(f.column)} AS {alias}_{f.attname}" for f in fields)
+@dataclass(frozen=True)
+class Part:
+    """Some fields of a model, as a query selects them under a table alias."""
+
+    model: type[Model]
+    alias: str
+    names: tuple[str, ...]  # attribute names, in the model's field order (as `from_db` wants them)
+
+    @classmethod
+    def of(cls, model: type[Model], alias: str, names: set[str] | None = None) -> Part:
+        fields = [f.attname for f in model._meta.concrete_fields if names is None or f.attname in names]
+        return cls(model, alias, tuple(fields))
+
+    def select(self) -> str:
+        quote = connection.ops.quote_name
+        return ", ".join(f"{self.alias}.{quote(self.model._meta.get_field(name).column)}" for name in self.names)
+
+    def instance(self, values: Sequence[Any], db: BaseDatabaseWrapper) -> Any:
+        """The model instance of these values as read (converted as the ORM converts them)."""
+        fields = dict(zip(self.names, values, strict=True))
+        for name, convert in converters(self, db.vendor):
+            if fields[name] is not None:
+                fields[name] = convert(fields[name], db)
+        return instance(self.model, fields, db.alias)
 
 
-def in_field_order(model: Any, names: set[str]) -> list[str]:
-    # `Model.from_db` fills a partial row's fields in the model's order.
-    return [field.attname for field in model._meta.concrete_fields if field.attname in names]
+def instance(model: type[Model], fields: dict[str, Any], alias: str) -> Any:
+    """What `Model.from_db` makes of these field values, without running `__init__`
+    (which sets every field in turn and sends signals none of these models has)."""
+    made = model.__new__(model)
+    made.__dict__.update(fields)
+    made._state = ModelState()
+    made._state.adding = False
+    made._state.db = alias
+    return made
+
+
+@cache
+def converters(part: Part, vendor: str) -> list[tuple[str, Callable[[Any, BaseDatabaseWrapper], Any]]]:
+    """For the fields whose values need converting, how (the field's own converters)."""
+    found = []
+    for name in part.names:
+        field = part.model._meta.get_field(name)
+        column = field.get_col(part.model._meta.db_table)
+        chain = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
+        if vendor == "sqlite" and isinstance(field, DateTimeField):
+            chain = [sqlite_datetime]
+        elif isinstance(field, JSONField) and not isinstance(field, CompressedJSONField) and field.decoder is None:
+            chain = [plain_json] if vendor == "sqlite" else chain
+        if chain:
+            found.append((name, applying(chain, column)))
+    return found
+
+
+def applying(chain: list[Any], column: Any) -> Callable[[Any, BaseDatabaseWrapper], Any]:
+    def convert(value: Any, db: BaseDatabaseWrapper) -> Any:
+        for converter in chain:
+            value = converter(value, column, db)
+        return value
+
+    return convert
+
+
+def sqlite_datetime(value: Any, column: Any, db: BaseDatabaseWrapper) -> datetime:
+    """SQLite's text for a date and time, as Django's converter reads it (UTC with
+    USE_TZ), by the standard library's parser: Django's regular expression cost more."""
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(value)
+    if settings.USE_TZ and moment.tzinfo is None:
+        moment = moment.replace(tzinfo=db.timezone)
+    return moment
+
+
+def plain_json(value: Any, column: Any, db: BaseDatabaseWrapper) -> Any:
+    """A JSONField's text as the field reads it (json.loads: it has no decoder of its own)."""
+    return json.loads(value)
 
 
 # What authentication needs of a token (the rest stays deferred) and of its project.
-TOKEN_FIELDS = in_field_order(ApiToken, {"id", "project_id", "scope", "last_used_at", "revoked_at"})
-PROJECT_FIELDS = in_field_order(
+TOKEN = Part.of(ApiToken, "t", {"id", "project_id", "scope", "last_used_at", "revoked_at"})
+PROJECT = Part.of(
     Project,
+    "pr",
     {"id", "slug", "name", "single_in_progress", "max_items", "max_content_chars", "reply_style", "webhook_version"},
 )
-TOKEN_SELECT = columns(ApiToken, "t", TOKEN_FIELDS) + ", " + columns(Project, "pr", PROJECT_FIELDS)
-TOKEN_FROM = "todoweb_apitoken t JOIN todoweb_project pr ON pr.id = t.project_id"
-
 # The session; its parent's public id; of its current revision, what a write builds
 # on; and the earlier call with this idempotency key (the one parameter), if any.
-SESSION_FIELDS = [field.attname for field in Session._meta.concrete_fields]
-CURRENT_FIELDS = ["todos", "dropped", "dropped_count", "changes", "warnings", "author", "created_at"]
-SESSION_SELECT = (
-    columns(Session, "s", SESSION_FIELDS)
-    + ", p.public_id AS parent_public_id, "
-    + columns(Revision, "r", CURRENT_FIELDS)
-    + ", k.fingerprint AS replay_fingerprint, k.response AS replay_response"
-)
+SESSION = Part.of(Session, "s")
+CURRENT = Part.of(Revision, "r", {"todos", "dropped", "dropped_count", "changes", "warnings", "author", "created_at"})
+REPLAY = Part.of(Revision, "k", {"fingerprint", "response"})
+
+TOKEN_FROM = "todoweb_apitoken t JOIN todoweb_project pr ON pr.id = t.project_id"
 SESSION_JOINS = (
     " LEFT JOIN todoweb_session p ON p.id = s.parent_id"
     " LEFT JOIN todoweb_revision r ON r.session_id = s.id AND r.number = s.revision"
     " LEFT JOIN todoweb_revision k ON k.session_id = s.id AND k.idempotency_key = %s"
 )
 
-TOKEN_SQL = f"SELECT {TOKEN_SELECT} FROM {TOKEN_FROM} WHERE t.digest = %s"
-SESSION_SQL = f'SELECT {SESSION_SELECT} FROM todoweb_session s{SESSION_JOINS} WHERE s.project_id = %s AND s."key" = %s'
-# The tool endpoint reads both at once: one round trip fewer per call.
-TOKEN_AND_SESSION_SQL = (
-    f"SELECT {TOKEN_SELECT}, {SESSION_SELECT} FROM {TOKEN_FROM}"
-    ' LEFT JOIN todoweb_session s ON s.project_id = t.project_id AND s."key" = %s'
-    f"{SESSION_JOINS} WHERE t.digest = %s"
-)
+
+@cache
+def token_sql() -> str:
+    return f"SELECT {TOKEN.select()}, {PROJECT.select()} FROM {TOKEN_FROM} WHERE t.digest = %s"
+
+
+@cache
+def session_sql() -> str:
+    columns = f"{SESSION.select()}, p.public_id, {CURRENT.select()}, {REPLAY.select()}"
+    return f'SELECT {columns} FROM todoweb_session s{SESSION_JOINS} WHERE s.project_id = %s AND s."key" = %s'
+
+
+@cache
+def token_and_session_sql() -> str:
+    """Both at once: one round trip fewer per call."""
+    columns = f"{TOKEN.select()}, {PROJECT.select()}, {SESSION.select()}, p.public_id, {CURRENT.select()}"
+    return (
+        f"SELECT {columns}, {REPLAY.select()} FROM {TOKEN_FROM}"
+        ' LEFT JOIN todoweb_session s ON s.project_id = t.project_id AND s."key" = %s'
+        f"{SESSION_JOINS} WHERE t.digest = %s"
+    )
 
 
 @dataclass(frozen=True)
@@ -90,8 +175,8 @@ class SessionRow:
 
 
 def token_with_project(digest: str) -> ApiToken | None:
-    row = fetch_row(TOKEN_SQL, [digest])
-    return None if row is None else token_from(row)
+    row = fetch_row(token_sql(), [digest])
+    return None if row is None else token_from(row, this_thread_connection())
 
 
 def session_row(
@@ -101,8 +186,8 @@ def session_row(
     `for_update` locks its row until the transaction ends."""
     if for_update:
         lock_session(project, key)
-    row = fetch_row(SESSION_SQL, [idempotency_key, project.pk, key])
-    return None if row is None else session_from(row, project)
+    row = fetch_row(session_sql(), [idempotency_key, project.pk, key])
+    return None if row is None else session_from(row, project, this_thread_connection())
 
 
 def token_and_session(
@@ -110,54 +195,67 @@ def token_and_session(
 ) -> tuple[ApiToken | None, SessionRow | None]:
     """The token, and the session `key` of its project as `session_row` reads it
     (None if there is none), in one query."""
-    row = fetch_row(TOKEN_AND_SESSION_SQL, [key, idempotency_key, digest])
+    row = fetch_row(token_and_session_sql(), [key, idempotency_key, digest])
     if row is None:
         return None, None
-    token = token_from(row)
-    return token, session_from(row, token.project) if row["s_id"] is not None else None
-
-
-def fetch_row(sql: str, params: list[Any]) -> dict[str, Any] | None:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-        return None if row is None else dict(zip(column_names(sql), row, strict=True))
-
-
-@cache
-def column_names(sql: str) -> list[str]:
-    """The names of the columns `sql` selects (each written `… AS name`): the
-    cursor's description would build them anew on every call."""
-    select = sql.split(" FROM ", 1)[0].removeprefix("SELECT ")
-    return [column.rsplit(" AS ", 1)[-1].strip() for column in select.split(", ")]
-
-
-def model_from(model: Any, alias: str, names: list[str], row: dict[str, Any]) -> Any:
     db = this_thread_connection()
-    values = [from_db(model, name, row[f"{alias}_{name}"], db) for name in names]
-    return model.from_db(db.alias, names, values)
+    token = token_from(row, db)
+    rest = row[len(TOKEN.names) + len(PROJECT.names) :]
+    return token, session_from(rest, token.project, db) if rest[0] is not None else None
 
 
-def token_from(row: dict[str, Any]) -> ApiToken:
-    token = model_from(ApiToken, "t", TOKEN_FIELDS, row)
-    token.project = model_from(Project, "pr", PROJECT_FIELDS, row)
+def token_from(row: Sequence[Any], db: BaseDatabaseWrapper) -> ApiToken:
+    token = TOKEN.instance(row[: len(TOKEN.names)], db)
+    token.project = PROJECT.instance(row[len(TOKEN.names) : len(TOKEN.names) + len(PROJECT.names)], db)
     return token
 
 
-def session_from(row: dict[str, Any], project: Project) -> SessionRow:
-    db = this_thread_connection()
-    session = model_from(Session, "s", SESSION_FIELDS, row)
+def session_from(row: Sequence[Any], project: Project, db: BaseDatabaseWrapper) -> SessionRow:
+    """The SessionRow of the session's columns, its parent's public id, the current
+    revision's columns and the replay's, in that order."""
+    end = len(SESSION.names)
+    session = SESSION.instance(row[:end], db)
     session.project = project
+    parent_public_id = row[end]
     if session.parent_id is not None:
-        session.parent = Session(pk=session.parent_id, public_id=row["parent_public_id"], project=project)
-    replay = None
-    if row["replay_fingerprint"] is not None:
-        replay = Replay(row["replay_fingerprint"], from_db(Revision, "response", row["replay_response"], db))
+        session.parent = Session(pk=session.parent_id, public_id=parent_public_id, project=project)
+    start, end = end + 1, end + 1 + len(CURRENT.names)
     current = None
     if session.revision:
-        values = {name: from_db(Revision, name, row[f"r_{name}"], db) for name in CURRENT_FIELDS}
-        current = Revision(session=session, number=session.revision, **values)
+        current = CURRENT.instance(row[start:end], db)
+        current.session = session
+        current.number = session.revision
+    replay = None
+    if row[end] is not None:  # its fingerprint: there is an earlier call with this key
+        earlier = REPLAY.instance(row[end:], db)
+        replay = Replay(earlier.fingerprint, earlier.response)
     return SessionRow(session, current, replay)
+
+
+def fetch_row(sql: str, params: list[Any]) -> tuple[Any, ...] | None:
+    return execute(sql, params).fetchone()
+
+
+def execute(sql: str, params: Sequence[Any]) -> Any:
+    """Run `sql` (written with %s placeholders) on this thread's connection; its cursor."""
+    db = this_thread_connection()
+    if db.queries_logged:
+        cursor = db.cursor()  # counted and logged as every other query
+        cursor.execute(sql, params)
+        return cursor
+    if db.connection is None:
+        db.ensure_connection()
+    with db.wrap_database_errors:
+        cursor = db.connection.cursor()
+        cursor.execute(native(sql, db.vendor), params)
+        return cursor
+
+
+@cache
+def native(sql: str, vendor: str) -> str:
+    """`sql` in the driver's own placeholders: sqlite3 takes `?` (Django rewrites them
+    on every call)."""
+    return sql.replace("%s", "?") if vendor == "sqlite" else sql
 
 
 def lock_session(project: Project, key: str) -> None:
@@ -165,29 +263,7 @@ def lock_session(project: Project, key: str) -> None:
     PostgreSQL a locking read that waited re-reads the locked row only, not the rows
     joined to it, so the session read follows the lock rather than taking it."""
     if connection.features.has_select_for_update:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                'SELECT 1 FROM todoweb_session WHERE project_id = %s AND "key" = %s FOR UPDATE', [project.pk, key]
-            )
-
-
-def from_db(model: Any, name: str, value: Any, db: BaseDatabaseWrapper) -> Any:
-    """A value read as an extra column, converted as the field would convert it (on
-    the connection `db`)."""
-    if value is None:
-        return None
-    column, converters = column_converters(model, name)
-    for converter in converters:
-        value = converter(value, column, db)
-    return value
-
-
-@cache
-def column_converters(model: Any, name: str) -> tuple[Any, list[Any]]:
-    """The column expression and converters the ORM would apply to a field's values."""
-    field = model._meta.get_field(name)
-    column = field.get_col(model._meta.db_table)
-    return column, connection.ops.get_db_converters(column) + field.get_db_converters(connection)
+        execute('SELECT 1 FROM todoweb_session WHERE project_id = %s AND "key" = %s FOR UPDATE', [project.pk, key])
 
 
 def this_thread_connection() -> BaseDatabaseWrapper:
@@ -196,18 +272,65 @@ def this_thread_connection() -> BaseDatabaseWrapper:
     return connections[DEFAULT_DB_ALIAS]
 
 
+# Python values the database drivers take as they are, for any field but JSON.
+PLAIN_TYPES = frozenset({int, str, bool, float, type(None)})
+
+Prepare = Callable[[Any, BaseDatabaseWrapper], Any]
+
+
+@cache
+def preparer(field: Any, vendor: str) -> Prepare:
+    """How a value of `field` goes to the database, as `get_db_prep_save` would send it."""
+    if isinstance(field, JSONField):
+        return prepared_json(field)
+    if isinstance(field, CompressedJSONField):
+        return field.get_db_prep_save
+    if isinstance(field, DateTimeField) and vendor == "sqlite":
+        return prepared_sqlite_datetime(field)
+
+    def prepare(value: Any, db: BaseDatabaseWrapper) -> Any:
+        return value if type(value) in PLAIN_TYPES else field.get_db_prep_save(value, db)
+
+    return prepare
+
+
+def prepared_json(field: JSONField) -> Prepare:
+    def prepare(value: Any, db: BaseDatabaseWrapper) -> Any:
+        if value is None:
+            return field.get_db_prep_save(value, db)
+        if not isinstance(value, Serialised):
+            try:
+                value = Serialised(orjson.dumps(value).decode())
+            except orjson.JSONEncodeError:
+                # An integer beyond 64 bits or a lone surrogate: Django's json.dumps.
+                return field.get_db_prep_save(value, db)
+        # Django's JSON adaptation without its json.dumps: Jsonb on PostgreSQL, text on SQLite.
+        return jsonb(value) if db.vendor == "postgresql" else str(value)
+
+    return prepare
+
+
+def jsonb(text: str) -> Any:
+    from psycopg.types.json import Jsonb  # imported only where PostgreSQL is used
+
+    return Jsonb(text, dumps=str)
+
+
+def prepared_sqlite_datetime(field: DateTimeField) -> Prepare:
+    """An aware datetime as Django's SQLite backend stores it: the text of the naive time
+    in the connection's zone (UTC)."""
+
+    def prepare(value: Any, db: BaseDatabaseWrapper) -> Any:
+        if type(value) is datetime and value.tzinfo is not None and settings.USE_TZ:
+            return str(value.astimezone(db.timezone).replace(tzinfo=None))
+        return field.get_db_prep_save(value, db)
+
+    return prepare
+
+
 def db_value(field: Any, value: Any, db: BaseDatabaseWrapper) -> Any:
     """`value` as the database takes it for `field` (on the connection `db`)."""
-    if not isinstance(field, JSONField) or value is None:
-        return field.get_db_prep_save(value, db)
-    if not isinstance(value, Serialised):
-        try:
-            value = Serialised(orjson.dumps(value).decode())
-        except orjson.JSONEncodeError:
-            # An integer beyond 64 bits or a lone surrogate: Django's json.dumps.
-            return field.get_db_prep_save(value, db)
-    # Django's JSON adaptation without its json.dumps: Jsonb on PostgreSQL, text on SQLite.
-    return Jsonb(value, dumps=str) if db.vendor == "postgresql" else str(value)
+    return preparer(field, db.vendor)(value, db)
 
 
 def session_update(session: Session, changed: dict[str, Any], number: int, told: int) -> tuple[str, list[Any]]:
@@ -215,24 +338,29 @@ def session_update(session: Session, changed: dict[str, Any], number: int, told:
     setting the fields `changed`, and its values. `told` is the last of people's
     messages the agent was told of, as the writer read it: a call that told the agent
     meanwhile makes the write start over, so that a message is told once."""
+    db = this_thread_connection()
+    sql, fields = update_statement(tuple(changed), db.vendor)
+    values = [preparer(field, db.vendor)(value, db) for field, value in zip(fields, changed.values(), strict=True)]
+    return sql, values + [session.pk, number - 1, told]
+
+
+@cache
+def update_statement(names: tuple[str, ...], vendor: str) -> tuple[str, list[Any]]:
     meta, quote = Session._meta, connection.ops.quote_name
-    sets = [(meta.get_field(name), value) for name, value in changed.items()]
+    fields = [meta.get_field(name) for name in names]
     sql = (
         f"UPDATE {meta.db_table} SET "
-        + ", ".join(f"{quote(field.column)} = %s" for field, _ in sets)
+        + ", ".join(f"{quote(field.column)} = %s" for field in fields)
         + " WHERE id = %s AND revision = %s AND told_message = %s"
     )
-    db = this_thread_connection()
-    return sql, [db_value(field, value, db) for field, value in sets] + [session.pk, number - 1, told]
+    return sql, fields
 
 
 def advance(session: Session, changed: dict[str, Any], number: int, told: int) -> bool:
     """Move the session to revision `number`; False (nothing written) when it is no
     longer as the writer read it."""
     sql, values = session_update(session, changed, number, told)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        return cursor.rowcount == 1
+    return execute(sql, values).rowcount == 1
 
 
 def advance_and_insert(session: Session, changed: dict[str, Any], revision: Revision, told: int) -> bool:
@@ -253,9 +381,7 @@ def advance_and_insert(session: Session, changed: dict[str, Any], revision: Revi
     values += [
         db_value(field, getattr(revision, field.attname), db) for field in fields if field.attname != "session_id"
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        return cursor.rowcount == 1
+    return execute(sql, values).rowcount == 1
 
 
 def insert(*instances: Any) -> None:
@@ -264,9 +390,13 @@ def insert(*instances: Any) -> None:
     or a new delivery by its id)."""
     db = this_thread_connection()
     statement, fields = insert_statement(type(instances[0]), len(instances), db.vendor)
-    values = [db_value(field, getattr(instance, field.attname), db) for instance in instances for field in fields]
-    with db.cursor() as cursor:
-        cursor.execute(statement, values)
+    preparers = [preparer(field, db.vendor) for field in fields]
+    values = [
+        prepare(getattr(instance, field.attname), db)
+        for instance in instances
+        for field, prepare in zip(fields, preparers, strict=True)
+    ]
+    execute(statement, values)
 
 
 def insert_rows(model: Any, rows: list[dict[str, Any]]) -> None:
@@ -284,8 +414,7 @@ def insert_rows(model: Any, rows: list[dict[str, Any]]) -> None:
         for row in rows
         for field in fields
     ]
-    with db.cursor() as cursor:
-        cursor.execute(statement, values)
+    execute(statement, values)
 
 
 @cache
