@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
+from django.utils import timezone
 
-from todoweb.models import ApiToken, Session
+from tests.test_webhooks import run_queue
+from tests.webhook_receiver import Receiver
+from todoweb.models import ApiToken, Project, Session, WebhookDelivery, WebhookEndpoint
+from todoweb.webhooks import endpoints, enqueue
 
 
 @pytest.fixture
@@ -106,3 +111,159 @@ def test_it_revokes_share_links_from_the_admin(staff_client, api):
     pk = ShareLink.objects.get().pk
     staff_client.post("/admin/todoweb/sharelink/", {"action": "revoke", "_selected_action": [pk]})
     assert ShareLink.objects.get().revoked_at is not None
+
+
+# --- webhooks --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_endpoint_cache():
+    """Each test's rolled-back rows come back with the same ids: forget the last test's."""
+    enqueue._cache.clear()
+    yield
+    enqueue._cache.clear()
+
+
+def test_it_adds_an_endpoint_and_shows_its_secret_once(staff_client, project):
+    r = staff_client.post(
+        "/admin/todoweb/webhookendpoint/add/",
+        {
+            "project": project.pk,
+            "url": "https://hooks.example.com/in",
+            "events": ["session.completed"],
+            "format": "slack",
+        },
+        follow=True,
+    )
+    assert r.status_code == 200
+    secret = re.search(r"whsec_[A-Za-z0-9+/=]+", r.content.decode()).group(0)
+    endpoint = WebhookEndpoint.objects.get()
+    assert (endpoint.url, endpoint.events, endpoint.format) == (
+        "https://hooks.example.com/in",
+        ["session.completed"],
+        "slack",
+    )
+    assert endpoint.secret == secret and Project.objects.get().webhook_version == 1
+    again = staff_client.get(f"/admin/todoweb/webhookendpoint/{endpoint.pk}/change/").content.decode()
+    assert secret not in again
+
+
+def test_it_refuses_an_endpoint_with_a_bad_address(staff_client, project):
+    r = staff_client.post(
+        "/admin/todoweb/webhookendpoint/add/",
+        {
+            "project": project.pk,
+            "url": "ftp://hooks.example.com/in",
+            "events": ["session.completed"],
+            "format": "standard",
+        },
+    )
+    assert r.status_code == 200 and "an http or https address is needed" in r.content.decode()
+    assert not WebhookEndpoint.objects.exists()
+
+
+def test_it_lists_and_opens_endpoints_and_their_delivery_log(staff_client, project):
+    with Receiver(status=503) as receiver:
+        endpoint = endpoints.create(project, url=receiver.url, wanted=["session.completed", "step.failed"])
+        endpoints.send_test(endpoint)
+        assert run_queue() == 1
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.status, delivery.response_status, delivery.error) == ("failed", 503, "HTTP 503")
+
+    listed = staff_client.get("/admin/todoweb/webhookendpoint/")
+    assert listed.status_code == 200
+    page = html.unescape(listed.content.decode())
+    assert receiver.url in page and "session.completed, step.failed" in page
+    log_url = f"/admin/todoweb/webhookdelivery/?endpoint__id__exact={endpoint.pk}"
+    assert f'href="{log_url}"' in page
+
+    opened = staff_client.get(f"/admin/todoweb/webhookendpoint/{endpoint.pk}/change/")
+    assert opened.status_code == 200
+    page = html.unescape(opened.content.decode())
+    assert receiver.url in page and f'href="{log_url}"' in page
+    checked = re.findall(r'<input type="checkbox" name="events" value="([a-z.]+)"[^>]* checked>', page)
+    assert checked == ["session.completed", "step.failed"]
+
+    log = staff_client.get(log_url)
+    assert log.status_code == 200
+    (row,) = re.findall(r'<tr><td class="action-checkbox">.*?</tr>', log.content.decode())
+    cells = dict(re.findall(r'class="field-(\w+)[^"]*">(?:<a [^>]*>)?(.*?)(?:</a>)?</t[dh]>', row))
+    assert cells["endpoint"] == f"{receiver.url} (alpha, standard)"
+    shown = {name: cells[name] for name in ("event", "status", "attempts", "response_status", "error")}
+    assert shown == {
+        "event": "webhook.test",
+        "status": "Failed",
+        "attempts": "1",
+        "response_status": "503",
+        "error": "HTTP 503",
+    }
+
+    opened = staff_client.get(f"/admin/todoweb/webhookdelivery/{delivery.pk}/change/")
+    assert opened.status_code == 200
+    page = opened.content.decode()
+    fields = dict(re.findall(r'<div class="form-row field-(\w+)">.*?<div class="readonly">(.*?)</div>', page, re.S))
+    assert fields["message_id"] == delivery.message_id and fields["event"] == "webhook.test"
+    assert (fields["status"], fields["attempts"], fields["response_status"]) == ("Failed", "1", "503")
+    assert fields["error"] == "HTTP 503" and fields["response_body"].startswith("no thanks no thanks")
+    assert fields["latency_ms"] == str(delivery.latency_ms)
+    assert 'name="_save"' not in page  # the log is read-only
+    assert staff_client.post(f"/admin/todoweb/webhookdelivery/{delivery.pk}/change/", {}).status_code == 403
+
+
+def test_it_changes_an_endpoint_and_the_writes_see_the_change(staff_client, api, fresh_endpoint_cache):
+    project = Project.objects.get()
+    endpoint = endpoints.create(project, url="https://hooks.example.com/in", wanted=["session.created"])
+    api.call("s1", "TodoWrite", {"todos": [{"content": "a", "status": "in_progress", "activeForm": "a"}]})
+    r = staff_client.post(
+        f"/admin/todoweb/webhookendpoint/{endpoint.pk}/change/",
+        {"url": "https://hooks.example.com/other", "events": ["session.completed"], "format": "discord"},
+    )
+    assert r.status_code == 302
+    endpoint.refresh_from_db()
+    assert (endpoint.url, endpoint.events, endpoint.format) == (
+        "https://hooks.example.com/other",
+        ["session.completed"],
+        "discord",
+    )
+    api.call("s1", "TodoWrite", {"todos": [{"content": "a", "status": "completed", "activeForm": "a"}]})
+    events = WebhookDelivery.objects.order_by("id").values_list("event", flat=True)
+    assert list(events) == ["session.created", "session.completed"]
+
+
+def test_the_send_test_action_queues_a_test_event_to_each_selected_endpoint(staff_client, project):
+    first, second, other = (
+        endpoints.create(project, url=f"https://hooks.example.com/{n}", wanted=["session.idle"]) for n in range(3)
+    )
+    r = staff_client.post(
+        "/admin/todoweb/webhookendpoint/",
+        {"action": "send_test", "_selected_action": [first.pk, second.pk]},
+        follow=True,
+    )
+    assert "Queued a test event to 2 endpoint(s)" in r.content.decode()
+    queued = WebhookDelivery.objects.order_by("endpoint_id")
+    assert [(d.endpoint_id, d.event, d.status, d.attempts) for d in queued] == [
+        (first.pk, "webhook.test", "pending", 0),
+        (second.pk, "webhook.test", "pending", 0),
+    ]
+    assert queued[0].payload["data"]["test"] is True and queued[0].payload["data"]["session"]["project"] == "alpha"
+
+
+def test_the_enable_action_turns_disabled_endpoints_on_afresh(staff_client, api, fresh_endpoint_cache):
+    project = Project.objects.get()
+    endpoint = endpoints.create(project, url="https://hooks.example.com/in", wanted=["session.completed"])
+    endpoints.change(endpoint, enabled=False)
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(failing_since=timezone.now())
+    done = [{"content": "a", "status": "completed", "activeForm": "a"}]
+    api.call("off", "TodoWrite", {"todos": done})
+    assert not WebhookDelivery.objects.exists()
+    version = Project.objects.get().webhook_version
+
+    r = staff_client.post(
+        "/admin/todoweb/webhookendpoint/", {"action": "enable", "_selected_action": [endpoint.pk]}, follow=True
+    )
+    assert "Enabled 1 endpoint(s)" in r.content.decode()
+    endpoint.refresh_from_db()
+    assert (endpoint.disabled_at, endpoint.disabled_reason, endpoint.failing_since) == (None, "", None)
+    assert Project.objects.get().webhook_version == version + 1
+    api.call("on", "TodoWrite", {"todos": done})
+    assert list(WebhookDelivery.objects.values_list("endpoint_id", "event")) == [(endpoint.pk, "session.completed")]

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from tests.conftest import Api
 from todoweb.asgi import application
-from todoweb.live import hub
+from todoweb.live import hub, stream
 from todoweb.live.hub import process_hub
 from todoweb.models import ApiToken, Session
 from todoweb.writes.tokens import token_create
@@ -96,6 +96,17 @@ class Stream:
         while not await self.communicator.receive_nothing(0.3):
             self.buffer += (await self.communicator.receive_output(TIMEOUT)).get("body", b"")
         return b"event: " not in self.buffer
+
+    async def frame(self, timeout: float = TIMEOUT) -> bytes:
+        """The next frame as sent (an event, a comment or `retry:`), without its blank
+        line; fails if none comes within `timeout` seconds."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while b"\n\n" not in self.buffer:
+            left = deadline - asyncio.get_running_loop().time()
+            assert left > 0, f"no whole frame within {timeout} s: {self.buffer!r}"
+            self.buffer += (await self.communicator.receive_output(left)).get("body", b"")
+        frame, self.buffer = self.buffer.split(b"\n\n", 1)
+        return frame
 
     async def close(self) -> None:
         await self.communicator.send_input({"type": "http.disconnect"})
@@ -202,6 +213,25 @@ async def test_reconciliation_ends_the_stream_of_a_token_revoked_unannounced(api
     await sync_to_async(ApiToken.objects.filter(scope="write").update)(revoked_at=timezone.now())
     event = await stream.next()
     assert event["event"] == "stream.ended"
+
+
+async def test_a_quiet_stream_sends_a_comment_line_every_keepalive_interval(api, token, monkeypatch):
+    assert stream.KEEPALIVE_EVERY == 15  # as docs/api.md says; shorter here
+    monkeypatch.setattr(stream, "KEEPALIVE_EVERY", 0.5)
+    events = Stream(token)
+    await events.open()
+    clock = asyncio.get_running_loop().time
+    opened = clock()
+    assert await events.frame() == b"retry: 2000"
+    # Nothing to say: a comment line (which EventSource ignores) after the interval, and again.
+    assert await events.frame() == b": keep-alive"
+    first = clock()
+    assert await events.frame() == b": keep-alive"
+    assert first - opened > 0.25 and clock() - first > 0.25  # not sooner (the margin: the reader's own delays)
+    # The stream goes on as before.
+    await write(api, "run-1")
+    assert (await events.next())["event"] == "session.summary"
+    await events.close()
 
 
 async def test_leaving_unwatches_the_groups(api, token):

@@ -5,6 +5,9 @@ disabling, the formats, the idle check and the hot path's cost."""
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -17,10 +20,11 @@ from standardwebhooks import Webhook
 from tests.conftest import Api, assert_refused
 from tests.webhook_receiver import Receiver
 from todoweb.models import Project, Session, WebhookClock, WebhookDelivery, WebhookEndpoint
-from todoweb.webhooks import endpoints, enqueue, formats, idle
+from todoweb.webhooks import endpoints, enqueue, formats, idle, network
 from todoweb.webhooks.compat import TaskResultStatus
 from todoweb.webhooks.delivery import QUEUE, queue_new, retry_delay
 from todoweb.webhooks.worker import task_runner
+from todoweb.writes.revisions import Conflict
 from todoweb.writes.tokens import token_create
 
 PLAN = [
@@ -324,6 +328,47 @@ def test_a_write_with_events_inserts_its_deliveries_in_one_statement_and_queues_
     assert len({d.task_id for d in completed.all()} & tasks) == 3
 
 
+def test_a_write_that_fails_after_making_its_deliveries_leaves_none(api, monkeypatch):
+    made = add(api, "https://example.com/in")
+    api.call("s1", "TodoWrite", {"todos": PLAN})
+    made_then: list[int] = []
+    enqueue_revision = enqueue.enqueue_revision
+
+    def then_fail(*args, **kwargs):
+        enqueue_revision(*args, **kwargs)
+        made_then.append(WebhookDelivery.objects.filter(event="session.completed").count())
+        raise RuntimeError("the write fails after its deliveries were made")
+
+    monkeypatch.setattr(enqueue, "enqueue_revision", then_fail)
+    response = api.call("s1", "TodoWrite", {"todos": DONE})
+    assert response.status_code == 500
+    assert response.json()["error"]["message"] == "Internal error; nothing was written"
+    assert made_then == [1]  # made, in the write's transaction...
+    assert kinds(made["id"]) == ["session.created"]  # ...and gone with it
+    assert api.revision("s1") == 1
+    assert queue_new(100) == 1  # the session.created delivery only
+
+
+def test_a_write_that_loses_its_race_after_making_its_deliveries_makes_them_once_when_it_tries_again(api, monkeypatch):
+    made = add(api, "https://example.com/in")
+    api.call("s1", "TodoWrite", {"todos": PLAN})
+    made_then: list[int] = []
+    enqueue_revision = enqueue.enqueue_revision
+
+    def lose_the_first_time(*args, **kwargs):
+        enqueue_revision(*args, **kwargs)
+        made_then.append(WebhookDelivery.objects.filter(event="session.completed").count())
+        if len(made_then) == 1:
+            raise Conflict()  # as if another writer moved the session on first
+
+    monkeypatch.setattr(enqueue, "enqueue_revision", lose_the_first_time)
+    response = api.call("s1", "TodoWrite", {"todos": DONE})
+    assert response.status_code == 200, response.content
+    assert made_then == [1, 1]  # the lost try's delivery was rolled back before the next made its own
+    assert kinds(made["id"]) == ["session.created", "session.completed"]
+    assert api.revision("s1") == 2
+
+
 # --- delivery ----------------------------------------------------------------------------
 
 
@@ -402,6 +447,66 @@ def test_redirects_are_not_followed(api):
         assert elsewhere.received == []
         (log,) = deliveries(api, made["id"])
         assert log["status"] == "pending" and "redirects are not followed" in log["error"]
+
+
+class Silent:
+    """A receiver that takes each connection and never answers; it hangs up after
+    `hangs_up_after` seconds (so that a delivery with no timeout fails, rather than
+    waiting for ever)."""
+
+    def __init__(self, hangs_up_after: float = 10.0):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.05)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/hook"
+        self.until = time.monotonic() + hangs_up_after
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.take, daemon=True)
+
+    def take(self) -> None:
+        taken = []
+        while not self.stopping.is_set() and time.monotonic() < self.until:
+            try:
+                taken.append(self.listener.accept()[0])
+            except TimeoutError:
+                pass
+        for held in taken:
+            held.close()
+        self.listener.close()
+
+    def __enter__(self) -> Silent:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopping.set()
+        self.thread.join()
+
+
+def test_deliveries_wait_five_seconds_at_most(monkeypatch):
+    assert network.TIMEOUT == 5.0
+    monkeypatch.setattr(network, "_clients", threading.local())  # a client made now, not one kept
+    client = network.client()
+    timeout = client.timeout
+    assert (timeout.connect, timeout.read, timeout.write, timeout.pool) == (5.0, 5.0, 5.0, 5.0)
+    client.close()
+
+
+def test_a_receiver_that_never_answers_times_out_and_the_delivery_is_tried_again(api, monkeypatch):
+    monkeypatch.setattr(network, "TIMEOUT", 0.3)
+    monkeypatch.setattr(network, "_clients", threading.local())  # this thread's client, made with it
+    with Silent() as silent:
+        made = add(api, silent.url, ["session.created"])
+        api.call("s1", "TodoWrite", {"todos": PLAN})
+        started = time.monotonic()
+        assert run_queue() == 1
+        took = time.monotonic() - started
+    assert took < 5
+    (log,) = deliveries(api, made["id"])
+    assert (log["status"], log["attempts"], log["response_status"]) == ("pending", 1, None)
+    assert log["error"] == "timed out after 0.3 s" and 300 <= log["latency_ms"] < 5000
+    retry = DBTaskResult.objects.get(queue_name=QUEUE, status=TaskResultStatus.READY)
+    assert retry.run_after > timezone.now() and str(retry.pk) == WebhookDelivery.objects.get().task_id
+    assert WebhookEndpoint.objects.get(pk=made["id"]).failing_since is not None
 
 
 def test_a_private_address_is_refused_when_delivering(api, settings, receiver):

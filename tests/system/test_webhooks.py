@@ -4,7 +4,7 @@ delivery per endpoint, signed (verified with the standardwebhooks library); a
 receiver that is down gets every event once it is back, with the server restarted in
 between. On PostgreSQL two server processes deliver (each delivery claimed once). A
 worker process of its own (`manage.py webhook_worker`) delivers for servers that do
-not."""
+not. The application served by plain uvicorn delivers too, with no setting."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import httpx
 import pytest
 from standardwebhooks import Webhook
 
-from tests.servers import PY, ROOT, Server, base_env, create_token, manage
+from tests.servers import PY, ROOT, Server, base_env, create_token, free_port, manage
 from tests.webhook_receiver import Receiver
 
 WITHIN = 90.0  # seconds: a deadline, generous (the machine is shared)
@@ -209,5 +209,28 @@ def test_a_worker_of_its_own_delivers_what_servers_that_do_not_deliver_write(dat
     finally:
         if worker is not None and worker.poll() is None:
             worker.kill()
+        server.stop()
+        receiver.stop()
+
+
+def test_the_application_served_by_plain_uvicorn_delivers_by_default(tmp_path: Path) -> None:
+    env = base_env(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", TODOWEB_WEBHOOKS_ALLOW_PRIVATE="1")
+    assert "TODOWEB_WEBHOOK_WORKER" not in env
+    manage(env, "migrate")
+    token = create_token(env, "demo")
+    port = free_port()
+    uvicorn = [PY, "-m", "uvicorn", "todoweb.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
+    receiver = Receiver().start()
+    server = Server(uvicorn, env, port=port, log=tmp_path / "uvicorn.log").start()
+    try:
+        agent = Agent(server, token)
+        made = agent.post("/api/v1/webhooks", {"url": receiver.url, "events": ["session.completed"]})
+        assert made.status_code == 201, made.text
+        agent.call("done", "TodoWrite", {"todos": DONE})
+        wait_until(lambda: len(receiver.received) == 1, "the completion, delivered by the server process itself")
+        Webhook(made.json()["secret"]).verify(receiver.received[0].body, receiver.received[0].headers)
+        assert seen(receiver) == {("session.completed", "done"): 1}
+        assert "Traceback" not in server.output()
+    finally:
         server.stop()
         receiver.stop()
