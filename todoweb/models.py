@@ -250,7 +250,7 @@ class Revision(models.Model):
     call_id = models.CharField(max_length=200, blank=True)
     raw_input = CompressedJSONField(null=True)  # the call's input, as the agent sent it
     title = models.CharField(max_length=500, blank=True)
-    todos = CompressedJSONField(default=list)
+    todos = CompressedJSONField(default=list, wide_integers=False)
     changes = models.JSONField(default=list)
     # Unfinished steps dropped and not back: the newest few (plan.DROPPED_KEPT) and how
     # many in all; and every step this revision dropped, from which the whole ledger is

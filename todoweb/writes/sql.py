@@ -18,7 +18,6 @@ cursor, so they are counted as any other.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -83,8 +82,8 @@ def converters(part: Part, vendor: str) -> list[tuple[str, Callable[[Any, BaseDa
         chain = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
         if vendor == "sqlite" and isinstance(field, DateTimeField):
             chain = [sqlite_datetime]
-        elif isinstance(field, JSONField) and not isinstance(field, CompressedJSONField) and field.decoder is None:
-            chain = [plain_json] if vendor == "sqlite" else chain
+        elif field in OWN_JSON and vendor == "sqlite":
+            chain = [own_json]
         if chain:
             found.append((name, applying(chain, column)))
     return found
@@ -108,9 +107,22 @@ def sqlite_datetime(value: Any, column: Any, db: BaseDatabaseWrapper) -> datetim
     return moment
 
 
-def plain_json(value: Any, column: Any, db: BaseDatabaseWrapper) -> Any:
-    """A JSONField's text as the field reads it (json.loads: it has no decoder of its own)."""
-    return json.loads(value)
+# JSON fields of todoweb's own data (steps, their changes, warnings, the trend), which
+# hold no integer beyond 64 bits (which orjson would read as a float).
+OWN_JSON = frozenset(
+    [
+        Session._meta.get_field("trend"),
+        Revision._meta.get_field("changes"),
+        Revision._meta.get_field("dropped"),
+        Revision._meta.get_field("warnings"),
+    ]
+)
+
+
+def own_json(value: Any, column: Any, db: BaseDatabaseWrapper) -> Any:
+    """The text of one of the OWN_JSON fields, read with orjson: as json reads it,
+    4x faster."""
+    return orjson.loads(value)
 
 
 # What authentication needs of a token (the rest stays deferred) and of its project.
@@ -153,6 +165,15 @@ def token_and_session_sql() -> str:
         f"SELECT {columns}, {REPLAY.select()} FROM {TOKEN_FROM}"
         ' LEFT JOIN todoweb_session s ON s.project_id = t.project_id AND s."key" = %s'
         f"{SESSION_JOINS} WHERE t.digest = %s"
+    )
+
+
+@cache
+def token_and_untold_sql() -> str:
+    """The token, and whether people told the session's agent anything it has not heard."""
+    return (
+        f"SELECT {TOKEN.select()}, {PROJECT.select()}, s.last_message > s.told_message FROM {TOKEN_FROM}"
+        ' LEFT JOIN todoweb_session s ON s.project_id = t.project_id AND s."key" = %s WHERE t.digest = %s'
     )
 
 
@@ -202,6 +223,16 @@ def token_and_session(
     token = token_from(row, db)
     rest = row[len(TOKEN.names) + len(PROJECT.names) :]
     return token, session_from(rest, token.project, db) if rest[0] is not None else None
+
+
+def token_and_untold(digest: str, key: str) -> tuple[ApiToken | None, bool]:
+    """The token, and whether the session `key` of its project has people's messages
+    its agent has not heard (False: nothing to tell, or no such session), in one query:
+    what a hook on any tool asks, reading no plan when there is nothing to tell."""
+    row = fetch_row(token_and_untold_sql(), [key, digest])
+    if row is None:
+        return None, False
+    return token_from(row, this_thread_connection()), bool(row[-1])
 
 
 def token_from(row: Sequence[Any], db: BaseDatabaseWrapper) -> ApiToken:

@@ -236,10 +236,13 @@ async def told_with_any_tool(request: HttpRequest, session_key: str, route: str)
 def tell_with_token(request: HttpRequest, session_key: str, route: str) -> tuple[str | None, events.Frames]:
     """What people told the agent of this session, if it has not heard it yet: the
     notice for its model, and the frames that show it told on the board. One query
-    (the token and the session) when there is nothing to tell."""
+    (the token, and whether there is anything to tell) when there is nothing to tell."""
     found_by = token_digest(request)
-    token, row = sql.token_and_session(found_by, session_key, idempotency_key=None)
+    token, untold = sql.token_and_untold(found_by, session_key)
     require_write(check_token(request, token, found_by))
+    if not untold:
+        return None, []
+    row = sql.session_row(token.project, session_key, idempotency_key=None)
     unseen = messages.untold(row) if row is not None else None
     if unseen is None:
         return None, []
