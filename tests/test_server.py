@@ -73,3 +73,72 @@ def test_each_server_process_is_tuned_when_it_loads_the_application():
     code = "import sys; import todoweb.asgi; print(sys.getswitchinterval())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["0.005"]
+
+
+def test_no_socket_keeps_a_decompressor_between_messages():
+    server, client = negotiated_pair()
+    assert server.remote_no_context_takeover and client.local_no_context_takeover
+    assert not hasattr(server, "decoder")  # made for a compressed message from the client, then dropped
+    message = b'{"type":"ping"}' * 20
+    assert server.decode(client.encode(Frame(TEXT, message))).data == message
+
+
+def test_a_served_socket_lets_go_of_its_handshake():
+    import asyncio
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+    import websockets
+
+    from todoweb.runtime import server
+
+    async def app(scope, receive, send):
+        assert (await receive())["type"] == "websocket.connect"
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.send", "text": "hello"})
+        await receive()
+
+    kept = []
+    original = server.WebSocketProtocol.send
+
+    async def noting(self, message):
+        await original(self, message)
+        if message["type"] == "websocket.accept":
+            kept.append((self.request, self.response))
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, ws="todoweb.runtime.server:WebSocketProtocol")
+    uvicorn_server = uvicorn.Server(config)
+    thread = threading.Thread(target=uvicorn_server.run, daemon=True)
+
+    async def connect():
+        async with websockets.connect(f"ws://127.0.0.1:{port}/") as socket_:
+            return await asyncio.wait_for(socket_.recv(), 5)
+
+    server.WebSocketProtocol.send = noting
+    try:
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not uvicorn_server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert asyncio.run(connect()) == "hello"
+    finally:
+        server.WebSocketProtocol.send = original
+        uvicorn_server.should_exit = True
+        thread.join(10)
+    assert kept == [(None, None)]
+
+
+def test_libraries_only_some_deployments_use_are_imported_on_first_use():
+    code = (
+        "import sys; from todoweb.runtime.server import tuned_application; tuned_application(); "
+        "import todoweb.urls; "
+        "print(' '.join(sorted(m for m in ('mcp', 'httpx', 'jsonschema', 'google.protobuf', 'twisted') if m in sys.modules)))"
+    )
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "todoweb.settings", "DEBUG": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == ""

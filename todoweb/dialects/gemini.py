@@ -14,15 +14,17 @@ the schema's keywords, so the validating schema's keys are put in ajv's order fi
 
 from __future__ import annotations
 
-from typing import Any
-
-from jsonschema import Draft7Validator
-from jsonschema.exceptions import ValidationError
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from todoweb.calls.errors import InvalidInput, InvalidJson
 from todoweb.dialects._javascript import JS_WHITESPACE
 from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, describe, json_error
 from todoweb.plan.steps import Item
+
+if TYPE_CHECKING:
+    from jsonschema import Draft7Validator
+    from jsonschema.exceptions import ValidationError
 
 NAME = "gemini"
 TOOLS = ("write_todos",)
@@ -70,7 +72,7 @@ def schema_error(params: Any) -> str | None:
     # `typeof`, so it reaches ajv and fails its `type` keyword instead.
     if not isinstance(params, (dict, list)):
         return "Value of params must be an object"
-    error = next(iter(VALIDATOR.iter_errors(params)), None)
+    error = next(iter(validator().iter_errors(params)), None)
     if error is None:
         return None
     return f"params{''.join(f'/{pointer_part(part)}' for part in error.absolute_path)} {ajv_message(error)}"
@@ -151,7 +153,13 @@ def ajv_ordered(schema: Any) -> Any:
     }
 
 
-VALIDATOR = Draft7Validator(ajv_ordered(input_schema()))
+@cache
+def validator() -> Draft7Validator:
+    """Made on the first call: jsonschema costs a process 4 MB, which a deployment whose
+    agents never use Gemini CLI need not pay."""
+    from jsonschema import Draft7Validator
+
+    return Draft7Validator(ajv_ordered(input_schema()))
 
 
 def definitions() -> list[ToolDefinition]:

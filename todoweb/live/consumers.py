@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import deque
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -203,7 +202,8 @@ class SessionConsumer(LiveConsumer):
         self.state = ""
         self.title = ""
         self.updated_at: str | None = None
-        self.next_snapshots: deque[dict[str, Any]] = deque(maxlen=SNAPSHOT_BACKLOG)
+        # A list, not a deque: an empty deque takes 760 bytes, a socket's whole life.
+        self.next_snapshots: list[dict[str, Any]] = []
         self.next_state: dict[str, Any] | None = None
         # Frames that carry a whole list each (people's messages, open questions): the newest of each kind.
         self.next_lists: dict[str, dict[str, Any]] = {}
@@ -238,7 +238,8 @@ class SessionConsumer(LiveConsumer):
         if kind == "session.snapshot":
             newest = self.next_snapshots[-1]["revision"] if self.next_snapshots else self.sent
             if message["revision"] > newest:
-                self.next_snapshots.append(message)  # a full backlog drops its oldest
+                self.next_snapshots.append(message)
+                del self.next_snapshots[:-SNAPSHOT_BACKLOG]  # a full backlog drops its oldest
         elif kind == "session.state":
             self.next_state = message
         elif kind in LIST_FRAMES:
@@ -253,12 +254,11 @@ class SessionConsumer(LiveConsumer):
         return bool(self.next_snapshots) or self.next_state is not None or bool(self.next_lists)
 
     def skip_to_newest(self) -> None:
-        while len(self.next_snapshots) > 1:
-            self.next_snapshots.popleft()
+        del self.next_snapshots[:-1]
 
     async def send_pending(self) -> None:
         while self.next_snapshots:
-            snapshot = self.next_snapshots.popleft()
+            snapshot = self.next_snapshots.pop(0)
             if snapshot["revision"] > self.sent:
                 await self.show(snapshot["text"], snapshot)
         state, self.next_state = self.next_state, None

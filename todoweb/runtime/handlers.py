@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse
 
 API_PREFIX = "/api/"
 OTLP_PREFIX = "/v1/"
+MCP_PATH = "/mcp"
 
 
 class ApiHandler(ASGIHandler):
@@ -105,15 +106,34 @@ def without_nul(app: Any) -> Any:
     return guard
 
 
+class MadeOnFirstRequest:
+    """An ASGI app made when its first request comes. The MCP server's SDK costs a
+    process 24 MB and a second to import, which a deployment whose agents never use
+    MCP need not pay: its first MCP request pays the second instead."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+        self.app: Any = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self.app is None:
+            self.app = self.make()
+        await self.app(scope, receive, send)
+
+
+def mcp_app() -> Any:
+    from todoweb.web.mcp import McpApp
+
+    return McpApp()
+
+
 def http_application(browser: ASGIHandler) -> Any:
     """The ASGI application for HTTP: /api/ and /v1/ (OTLP) to the lean handler (the
     agents' writes by their own route), /mcp to the MCP server, the rest to `browser`."""
     from todoweb.runtime.agent_routes import AgentRoutes
-    from todoweb.web.mcp import PATH as MCP_PATH
-    from todoweb.web.mcp import McpApp
 
     api = AgentRoutes(ApiHandler())
-    mcp = McpApp()
+    mcp = MadeOnFirstRequest(mcp_app)
 
     async def route(scope: dict[str, Any], receive: Any, send: Any) -> None:
         path = scope["path"]

@@ -51,9 +51,15 @@ def compressed(data: bytes, window_bits: int) -> bytes:
 
 
 class SharedDeflateFactory(ServerPerMessageDeflateFactory):
+    """The extension's terms: no context kept on either side. The server's messages are
+    compressed once for all sockets (SharedDeflate); the browser compresses each of its
+    own (it sends next to nothing), so that no socket keeps a decompressor's 7 KB for
+    the whole connection (a server may ask this of any client, RFC 7692 7.1.1.2)."""
+
     def __init__(self) -> None:
         super().__init__(
             server_no_context_takeover=True,
+            client_no_context_takeover=True,
             server_max_window_bits=WINDOW_BITS,
             client_max_window_bits=WINDOW_BITS,
             compress_settings=COMPRESS_SETTINGS,
@@ -79,7 +85,9 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
       never sends it, leaving the client waiting on an open connection (not reported
       upstream as of 2026-11; the nearest is uvicorn PR #3138, on the handshake's
       state after a denial on websockets-sansio);
-    - permessage-deflate compresses each message once for all sockets (SharedDeflate).
+    - permessage-deflate compresses each message once for all sockets (SharedDeflate);
+    - once the handshake is answered, its request and response are let go (4 KB a
+      socket, kept for the connection's life otherwise).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -96,6 +104,11 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         if not self.handshake_initiated and self.conn.handshake_exc is not None:
             self.transport.write(b"".join(self.conn.data_to_send()))
             self.transport.close()
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if self.handshake_complete and getattr(self, "response", None) is not None:
+            self.request = self.response = None
 
 
 def untested_versions() -> dict[str, str]:

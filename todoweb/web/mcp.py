@@ -52,6 +52,7 @@ from todoweb.calls.envelopes import ToolCall
 from todoweb.calls.errors import ApiError, TodowebError
 from todoweb.models import ApiToken
 from todoweb.runtime.database import in_database_thread
+from todoweb.runtime.handlers import MCP_PATH
 from todoweb.web.api.body import too_large
 from todoweb.web.api.lookups import check_key
 from todoweb.web.api.tools import tool_definitions
@@ -62,7 +63,6 @@ from todoweb.writes.record import CallRequest
 
 logger = logging.getLogger(__name__)
 
-PATH = "/mcp"
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
 DEFAULT_DIALECTS = "claude"
@@ -408,5 +408,5 @@ async def refuse(send: Any, error: ApiError, request: ASGIRequest) -> None:
     body = rpc_error(None, types.INVALID_REQUEST, error.message, error.code)
     headers = [(name.lower().encode(), value.encode()) for name, value in error.headers.items()]
     if error.status == 401:
-        headers.append((b"www-authenticate", challenge(request, error.message, PATH).encode()))
+        headers.append((b"www-authenticate", challenge(request, error.message, MCP_PATH).encode()))
     await send_json(send, error.status, body, headers)

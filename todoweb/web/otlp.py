@@ -15,26 +15,17 @@ send the whole batch again.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import zlib
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from google.protobuf.json_format import MessageToDict
-from google.protobuf.message import DecodeError, Message
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-    ExportMetricsServiceRequest,
-    ExportMetricsServiceResponse,
-)
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
 
 from todoweb.calls.envelopes import ToolCall
 from todoweb.calls.errors import ApiError, InvalidJson, TodowebError
@@ -49,32 +40,39 @@ from todoweb.web.recording import record_call_of
 from todoweb.writes import telemetry_warnings
 from todoweb.writes.record import CallRequest
 
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
 logger = logging.getLogger(__name__)
 
 PROTOBUF = "application/x-protobuf"
 
 
+@dataclass(frozen=True)
 class Signal:
-    """One OTLP signal's messages, the calls found in it, and the answer's field that
-    counts what was refused."""
+    """One OTLP signal: its export's messages (named, in opentelemetry-proto's module
+    `service`: protobuf is imported by the first export, as it costs a process 3 MB),
+    the calls found in it, and the answer's field that counts what was refused."""
 
-    def __init__(
-        self,
-        request_type: type[Message],
-        response_type: type[Message],
-        find_calls: Callable[[dict[str, Any]], list[TelemetryCall]],
-        rejected_field: str,
-    ):
-        self.request_type = request_type
-        self.response_type = response_type
-        self.find_calls = find_calls
-        self.rejected_field = rejected_field
+    service: str
+    kind: str  # ExportLogsServiceRequest and ExportLogsServiceResponse: "Logs"
+    find_calls: Callable[[dict[str, Any]], list[TelemetryCall]]
+    rejected_field: str
+
+    def request_type(self) -> type[Message]:
+        return getattr(self.module(), f"Export{self.kind}ServiceRequest")
+
+    def response_type(self) -> type[Message]:
+        return getattr(self.module(), f"Export{self.kind}ServiceResponse")
+
+    def module(self) -> Any:
+        return importlib.import_module(f"opentelemetry.proto.collector.{self.service}")
 
 
-LOGS = Signal(ExportLogsServiceRequest, ExportLogsServiceResponse, calls_in_logs, "rejected_log_records")
-TRACES = Signal(ExportTraceServiceRequest, ExportTraceServiceResponse, calls_in_traces, "rejected_spans")
+LOGS = Signal("logs.v1.logs_service_pb2", "Logs", calls_in_logs, "rejected_log_records")
+TRACES = Signal("trace.v1.trace_service_pb2", "Trace", calls_in_traces, "rejected_spans")
 # Metrics hold no tool calls: read (a broken one is refused) and dropped.
-METRICS = Signal(ExportMetricsServiceRequest, ExportMetricsServiceResponse, lambda export: [], "rejected_data_points")
+METRICS = Signal("metrics.v1.metrics_service_pb2", "Metrics", lambda export: [], "rejected_data_points")
 
 
 def receiver(signal: Signal) -> Callable[[HttpRequest], Any]:
@@ -144,8 +142,11 @@ def found_calls(signal: Signal, body: bytes, content_type: str | None) -> list[T
             415, "unsupported_media_type", f"Send OTLP as '{PROTOBUF}' or 'application/json', not '{content_type}'"
         )
     if content_type == PROTOBUF:
+        from google.protobuf.json_format import MessageToDict
+        from google.protobuf.message import DecodeError
+
         try:
-            message = signal.request_type.FromString(body)
+            message = signal.request_type().FromString(body)
         except DecodeError:
             raise ApiError(400, "invalid_body", "The body is not a protobuf OTLP export") from None
         if not may_hold_calls(body):
@@ -189,7 +190,9 @@ async def record(token: ApiToken, found: TelemetryCall) -> str | None:
 
 def answer(signal: Signal, content_type: str | None, rejected: list[str]) -> HttpResponse:
     """OTLP's answer: empty when every call was written, else a partial success."""
-    response = signal.response_type()
+    from google.protobuf.json_format import MessageToDict
+
+    response = signal.response_type()()
     if rejected:
         partial = response.partial_success  # type: ignore[attr-defined]
         setattr(partial, signal.rejected_field, len(rejected))

@@ -6,7 +6,8 @@
 - `delivery.py` the queued task that posts one delivery, records the answer, retries
                 with backoff, and disables an endpoint that fails for days;
 - `formats.py`  the three formats (standard, signed; slack; discord);
-- `network.py`  the HTTP client that refuses private addresses;
+- `addresses.py` which addresses deliveries may reach;
+- `network.py`  the HTTP client that refuses private addresses at each connection;
 - `idle.py`     the recurring check that finds sessions gone idle, and puts lost tasks back;
 - `worker.py`   the in-process worker thread every server process runs;
 - `manage.py`   creating, deleting and testing endpoints; `reads.py` what pages show.

@@ -22,14 +22,13 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import httpx
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from todoweb.models import WebhookDelivery, WebhookEndpoint
 from todoweb.runtime.database import write_lock
-from todoweb.webhooks import events, formats, network
+from todoweb.webhooks import addresses, events, formats
 from todoweb.webhooks.compat import TaskContext, task
 
 logger = logging.getLogger(__name__)
@@ -53,6 +52,10 @@ class Outcome:
 
 def send(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
     """One POST; never raises."""
+    import httpx  # with the client (network.py), on the first delivery
+
+    from todoweb.webhooks import network
+
     started = time.monotonic()
     try:
         with network.client().stream("POST", url, content=body, headers=headers) as response:
@@ -70,7 +73,7 @@ def send(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
                 else f"HTTP {response.status_code}" + (" (redirects are not followed)" if response.is_redirect else "")
             )
             return Outcome(ok, response.status_code, answer, latency, error)
-    except network.RefusedAddress as exc:
+    except addresses.RefusedAddress as exc:
         return Outcome(False, error=f"refused: {exc}"[:500])
     except httpx.TimeoutException:
         return Outcome(

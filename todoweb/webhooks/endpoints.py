@@ -12,7 +12,7 @@ from django.utils import timezone
 from todoweb import plan
 from todoweb.calls.errors import InvalidInput
 from todoweb.models import Project, WebhookDelivery, WebhookEndpoint
-from todoweb.webhooks import enqueue, events, formats, idle, network, worker
+from todoweb.webhooks import addresses, enqueue, events, formats, idle, worker
 
 # Endpoints a project may have.
 MAX_ENDPOINTS = 20
@@ -34,8 +34,8 @@ def check_url(url: str) -> str:
         raise InvalidInput("url: no user or password in the address", details={"field": "url"})
     try:
         parts.port  # noqa: B018 (a port out of range raises)
-        network.check_host(parts.hostname)
-    except network.RefusedAddress as exc:
+        addresses.check_host(parts.hostname)
+    except addresses.RefusedAddress as exc:
         raise InvalidInput(
             f"url: {exc}; deliveries go to public addresses only (TODOWEB_WEBHOOKS_ALLOW_PRIVATE=1 allows others)",
             details={"field": "url"},
