@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import uvloop
 from harness import create_token, load_average, manage, percentile, rss_mb, run_client, topology, verdict
 from watchers import Watcher, api_client, connect_watchers, now, todo_write, wait_until_shown
 
@@ -348,7 +349,7 @@ def rss(mb: list[float]) -> str:
 
 if __name__ == "__main__":
     if "--client" in sys.argv:
-        print(json.dumps(asyncio.run(client(json.load(sys.stdin)))))
+        print(json.dumps(uvloop.run(client(json.load(sys.stdin)))))
     elif "--writer" in sys.argv:
         print(json.dumps(asyncio.run(writer(json.load(sys.stdin)))))
     else:

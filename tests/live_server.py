@@ -9,6 +9,8 @@ import time
 
 import uvicorn
 
+from todoweb.runtime.server import websocket_protocol
+
 
 class LiveServer:
     def __init__(self) -> None:
@@ -29,7 +31,7 @@ class LiveServer:
             port=self.port,
             log_level="warning",
             lifespan="off",
-            ws="websockets-sansio",
+            ws=websocket_protocol(),  # the production one: frames for many sockets written at once
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

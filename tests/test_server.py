@@ -142,3 +142,15 @@ def test_libraries_only_some_deployments_use_are_imported_on_first_use():
     env = os.environ | {"DJANGO_SETTINGS_MODULE": "todoweb.settings", "DEBUG": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == ""
+
+
+def test_a_frame_written_at_once_is_the_frame_the_protocol_would_send():
+    from websockets.frames import TEXT
+
+    from todoweb.runtime.server import shared_frame
+
+    for text in ["short", "步骤 ✓ " * 40, "x" * 70_000]:
+        server, client = negotiated_pair()
+        expected = Frame(TEXT, text.encode()).serialize(mask=False, extensions=[server])
+        assert shared_frame(text, server.local_max_window_bits) == expected
+        assert shared_frame(text, None) == Frame(TEXT, text.encode()).serialize(mask=False)

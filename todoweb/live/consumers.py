@@ -30,6 +30,7 @@ from todoweb.live.access import FORBIDDEN, SHARE_ENDED, Viewer, dashboard_scope
 from todoweb.live.hub import process_hub
 from todoweb.reads import current_data, dashboard_summaries
 from todoweb.runtime.database import in_database_thread
+from todoweb.runtime.server import SEND_NOW
 from todoweb.writes.sharing import session_for_viewer
 
 # Frames that carry a whole list each (people's messages, open questions): a socket
@@ -76,6 +77,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.viewer: Viewer | None = None
         self.sender: asyncio.Task | None = None
         self.timers: dict[str, asyncio.TimerHandle] = {}
+        # Under todoweb's own websocket protocol, how to send a frame at once (None: another server).
+        self.send_now = self.scope.get("extensions", {}).get(SEND_NOW, {}).get("send")
         await super().websocket_connect(message)
 
     async def watch(self, *groups: str) -> None:
@@ -133,18 +136,34 @@ class LiveConsumer(AsyncWebsocketConsumer):
     def wake_sender(self, newest_only: bool = False) -> None:
         if newest_only:
             self.skip_to_newest()
-        # A task per burst, gone once the socket has sent what it holds: a task kept
-        # waiting between frames (and the future each wait makes) would outlive the
-        # garbage collector's young generations, a thousand sockets' worth a round,
-        # and bring on full collections that stop the process for 200 ms.
-        if self.sending_allowed and not self.held and (self.sender is None or self.sender.done()):
-            self.sender = asyncio.ensure_future(self.send_all())
+        if not self.sending_allowed or self.held:
+            return
+        if self.sender is not None and not self.sender.done():
+            return  # a send waits for the client to read: the same task sends these
+        if self.send_now is not None:
+            texts = self.take_pending()
+            for sent, text in enumerate(texts):
+                if not self.send_now(text):
+                    # The client is not reading: the rest waits for it, in a task.
+                    self.sender = asyncio.ensure_future(self.send_all(texts[sent:]))
+                    return
+            return
+        # Under another server than todoweb's own: a task per burst, gone once the
+        # socket has sent what it holds (a task kept waiting between frames, and the
+        # future each wait makes, would outlive the garbage collector's young
+        # generations, a thousand sockets' worth a round, and bring on full collections
+        # that stop the process for 200 ms).
+        self.sender = asyncio.ensure_future(self.send_all())
 
-    async def send_all(self) -> None:
-        # A send waits while the client reads slowly; frames offered meanwhile are
-        # sent by this same task.
+    async def send_all(self, texts: list[str] | None = None) -> None:
+        """Send `texts`, then what the socket holds until it holds nothing: a send waits
+        while the client reads slowly, and frames offered meanwhile are sent by this
+        same task."""
+        for text in texts or []:
+            await self.send_text(text)
         while self.has_pending() and self.sending_allowed and not self.held:
-            await self.send_pending()
+            for text in self.take_pending():
+                await self.send_text(text)
 
     def has_pending(self) -> bool:
         raise NotImplementedError
@@ -152,7 +171,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
     def skip_to_newest(self) -> None:
         """Keep only the newest of the frames waiting (each is a whole snapshot)."""
 
-    async def send_pending(self) -> None:
+    def take_pending(self) -> list[str]:
+        """The frames waiting, to send now in this order; the socket counts them as sent."""
         raise NotImplementedError
 
     def offer(self, message: dict[str, Any]) -> bool:
@@ -220,7 +240,8 @@ class SessionConsumer(LiveConsumer):
         snapshot, project_id, link = found
         self.share_link_id = link.pk if link else None
         await self.accept()
-        await self.show(snapshot.model_dump_json(), snapshot.route())
+        await self.send_text(snapshot.model_dump_json())
+        self.shown(snapshot.route())
         process_hub().saw(self.public_id, snapshot.revision)
         if link is not None:
             self.admit(Viewer(link=link.pk, session=self.public_id))
@@ -256,23 +277,26 @@ class SessionConsumer(LiveConsumer):
     def skip_to_newest(self) -> None:
         del self.next_snapshots[:-1]
 
-    async def send_pending(self) -> None:
-        while self.next_snapshots:
-            snapshot = self.next_snapshots.pop(0)
+    def take_pending(self) -> list[str]:
+        texts = []
+        for snapshot in self.next_snapshots:
             if snapshot["revision"] > self.sent:
-                await self.show(snapshot["text"], snapshot)
+                texts.append(snapshot["text"])
+                self.shown(snapshot)
+        self.next_snapshots.clear()
         state, self.next_state = self.next_state, None
         # A state event older than the revision shown is already in that snapshot.
         if state is not None and state["revision"] >= self.sent:
-            await self.send_text(state["text"])
+            texts.append(state["text"])
             self.state, self.title = state["state"], state["title"]
             self.watch_idle()
         while self.next_lists:
             _, frame = self.next_lists.popitem()
-            await self.send_text(frame["text"])
+            texts.append(frame["text"])
+        return texts
 
-    async def show(self, text: str, route: dict[str, Any]) -> None:
-        await self.send_text(text)
+    def shown(self, route: dict[str, Any]) -> None:
+        """The socket shows the snapshot of `route` (its revision, state, title)."""
         self.sent = route["revision"]
         self.state, self.title, self.updated_at = route["state"], route["title"], route["updated_at"]
         self.watch_idle()
@@ -353,11 +377,10 @@ class DashboardConsumer(LiveConsumer):
     def has_pending(self) -> bool:
         return bool(self.pending)
 
-    async def send_pending(self) -> None:
-        while self.pending:
-            session, message = next(iter(self.pending.items()))
-            del self.pending[session]
-            await self.send_text(message["text"])
+    def take_pending(self) -> list[str]:
+        texts = []
+        for session, message in self.pending.items():
+            texts.append(message["text"])
             if message["kind"] == "session.archived":
                 self.known.pop(session, None)
             else:
@@ -365,6 +388,8 @@ class DashboardConsumer(LiveConsumer):
                 deadline = idle_at(message["state"], message["updated_at"])
                 if deadline is not None and (self.idle_deadline is None or deadline < self.idle_deadline):
                     self.watch_idle()
+        self.pending.clear()
+        return texts
 
     def watch_idle(self) -> None:
         deadlines = [d for info in self.known.values() if (d := idle_at(info["state"], info["updated_at"]))]

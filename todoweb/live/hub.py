@@ -92,13 +92,17 @@ RENEW_GROUPS_EVERY = timedelta(hours=1)
 # loop) and at least until the group's SENDS_PER_SECOND allows the next. Sent in one
 # burst, a round to 1,000 watchers held the interpreter for ~50 ms, and the writes
 # landing in it waited: answer p99 3.8x the same writes unwatched; spread, 1.1-1.5x.
+# A socket under todoweb's own server writes a frame at once from bytes shared by all
+# (~18 µs a socket, where an ASGI send in a task of its own took ~90 µs): a round to
+# 1,000 watchers takes ~40 ms, and each sees every revision of an agent writing 20
+# times a second (bench/fanout.py).
 SEND_BATCH = 25
 REST = 1.0
-SENDS_PER_SECOND = 4000
+SENDS_PER_SECOND = 50_000
 # A round of more sockets than this wakes each to send only its newest frame (a
 # socket holds a few, see consumers.py), so that the group's frames stay within
 # SENDS_PER_SECOND and its watchers within a round of the newest revision.
-FULL_ROUND = 200
+FULL_ROUND = 2000
 
 
 class Watcher(Protocol):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import struct
 import sys
 import zlib
 from functools import lru_cache
@@ -17,6 +18,7 @@ import websockets.version
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.extensions.permessage_deflate import PerMessageDeflate, ServerPerMessageDeflateFactory
 from websockets.frames import CONT, CTRL_OPCODES, Frame
+from websockets.protocol import State
 from websockets.server import ServerProtocol
 
 # The versions the websocket protocol below was written and tested against: it
@@ -77,6 +79,29 @@ class SharedDeflateFactory(ServerPerMessageDeflateFactory):
         return response, shared
 
 
+# The ASGI extension (in a websocket's scope) by which todoweb's consumers send a frame
+# at once: {"send": WebSocketProtocol.send_now}.
+SEND_NOW = "todoweb.websocket.send_now"
+
+
+@lru_cache(maxsize=64)
+def shared_frame(text: str, window_bits: int | None) -> bytes:
+    """A text message as one unmasked frame on the wire (RFC 6455 5.2), compressed with
+    `window_bits` (None: not compressed): the same bytes for every socket that
+    negotiated the same."""
+    payload, first = text.encode(), 0x81  # FIN, text
+    if window_bits is not None:
+        payload, first = compressed(payload, window_bits), first | 0x40  # RSV1: compressed
+    size = len(payload)
+    if size < 126:
+        head = struct.pack("!BB", first, size)
+    elif size < 1 << 16:
+        head = struct.pack("!BBH", first, 126, size)
+    else:
+        head = struct.pack("!BBQ", first, 127, size)
+    return head + payload
+
+
 class WebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's websockets protocol with two changes:
 
@@ -87,7 +112,11 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
       state after a denial on websockets-sansio);
     - permessage-deflate compresses each message once for all sockets (SharedDeflate);
     - once the handshake is answered, its request and response are let go (4 KB a
-      socket, kept for the connection's life otherwise).
+      socket, kept for the connection's life otherwise);
+    - the app may send a frame at once, written from bytes made once for all sockets
+      (`send_now`, offered in the scope's extensions as SEND_NOW): a live frame for a
+      thousand watchers costs a thousand writes, not a thousand ASGI sends, tasks and
+      frame encodings.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -105,10 +134,27 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
             self.transport.write(b"".join(self.conn.data_to_send()))
             self.transport.close()
 
+    def handle_connect(self, event: Any) -> None:
+        super().handle_connect(event)
+        if hasattr(self, "scope"):  # the app runs (the handshake was not refused first)
+            self.scope["extensions"][SEND_NOW] = {"send": self.send_now}
+
     async def send(self, message: Any) -> None:
         await super().send(message)
         if self.handshake_complete and getattr(self, "response", None) is not None:
             self.request = self.response = None
+
+    def send_now(self, text: str) -> bool:
+        """Write `text` as one frame now if the socket takes it now: open, and its client
+        reading (writing not paused). False: nothing written; send it the ASGI way,
+        which waits for the client."""
+        if not self.handshake_complete or self.conn.state is not State.OPEN or not self.writable.is_set():
+            return False
+        if self.transport.is_closing():
+            return False
+        extensions = self.conn.extensions
+        self.transport.write(shared_frame(text, extensions[0].local_max_window_bits if extensions else None))
+        return True
 
 
 def untested_versions() -> dict[str, str]:
