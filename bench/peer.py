@@ -13,6 +13,14 @@ peer's and the ratio:
 - ingest with 16 connections (events/s), p50 / p99, and the server's CPU per event
   (utime + stime of its process tree, from /proc), alternating the three loads
   --rounds times;
+- a hook with nothing to tell (Claude Code's PostToolUse for a Bash call, as a
+  matcher of `*` sends after every tool; bench/wrk/hook_any_tool.lua): events/s, p50
+  and the server's CPU per event, in the same rounds;
+- 1,000 watchers of one session while an agent's hook posts 20 TodoWrite events a
+  second to it: from each POST to each watcher's receipt of what it wrote, p50 and
+  p99 (todoweb: a share link's socket of the session, which sends its newest
+  revision; the peer: its /stream, which sends every event); the watchers run in a
+  process of their own (bench/watchers.py), the writes in another;
 - RSS when idle (after a warm-up of a few hundred events), and after the rounds
   (at least --events events in all);
 - memory per idle websocket: the RSS a thousand idle sockets add, divided by 1,000
@@ -37,10 +45,12 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shutil
 import sqlite3
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -49,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import uvloop
 from harness import (
     ROOT,
     cpu_seconds,
@@ -56,12 +67,14 @@ from harness import (
     deployment,
     free_port,
     load_average,
+    percentile,
     rss_mb,
+    run_client,
     server,
     wait_until_up,
     wrk,
 )
-from watchers import connect_watchers
+from watchers import connect_watchers, now
 
 BUN_VERSION = "1.4.5"
 BUN_HOME = ROOT / ".cache" / "bench" / "bun"
@@ -70,6 +83,9 @@ PEER_HOOK_PACKAGES = ["anthropic==2.13.0", "python-dotenv==1.2.4"]
 PEER_PYTHON_HOME = ROOT / ".cache" / "bench" / "peer-hook-venv"
 IDLE_SOCKETS = 1000
 HOOK_RUNS = 30
+WATCHERS, WATCHED_RATE, WATCHED_SECONDS = 1000, 20, 10
+# The peer's broadcast of an event the watched agent posted, and its number.
+PEER_EVENT = re.compile(rb'^\{"type":"event".*?"tool_use_id":"toolu_watched_(\d+)"')
 HOOK_EVENT = {
     "session_id": "hook-time",
     "transcript_path": "/tmp/hook-time.jsonl",
@@ -86,6 +102,33 @@ HOOK_EVENT = {
     },
     "tool_response": {},
 }
+
+
+def hook_event(session: str, call_id: str, done: int) -> dict:
+    """Claude Code's PostToolUse event of a TodoWrite of 10 steps, `done` of them completed."""
+    todos = [
+        {
+            "content": f"Step {k} of the plan",
+            "status": "completed" if k < done else "in_progress" if k == done else "pending",
+            "activeForm": f"Doing step {k}",
+        }
+        for k in range(10)
+    ]
+    return HOOK_EVENT | {"session_id": session, "tool_use_id": call_id, "tool_input": {"todos": todos}}
+
+
+def peer_event(event: dict) -> dict:
+    """The peer's /events body for a hook event, as its send_event.py wraps it."""
+    return {
+        "source_app": "bench",
+        "session_id": event["session_id"],
+        "hook_event_type": event["hook_event_name"],
+        "payload": event,
+        "timestamp": int(time.time() * 1000),
+        "model_name": "",
+        "tool_name": event["tool_name"],
+        "tool_use_id": event["tool_use_id"],
+    }
 
 
 @dataclass
@@ -115,6 +158,12 @@ class Side:
 
     def events(self) -> int:
         return sum(result.requests for runs in self.loads.values() for result, _ in runs)
+
+    def watched(self, token: str) -> dict:
+        """Receipts of WATCHERS watchers of one session while its agent writes WATCHED_RATE
+        times a second (ms from each POST to each receipt; the client's own process)."""
+        spec = {"side": self.name, "url": self.url, "socket_url": self.socket_url, "token": token}
+        return run_client("peer.py", spec)
 
 
 def peer_python() -> Path:
@@ -242,11 +291,18 @@ def main() -> None:
                 if peer:
                     peer.run("hook", "hook_todowrite.lua", hook_env | {"RUN": f"p{n}", "PEER": "1"}, args.seconds)
             after = {side.name: rss_mb(side.pids()) for side in sides}
+            events = {side.name: side.events() for side in sides}
             stored = {
                 side.name: (side.stored_bytes() - stored_before[side.name][0])
                 / max(side.events() - stored_before[side.name][1], 1)
                 for side in sides
             }
+            # After `stored`, which is of the TodoWrite events alone: these write too.
+            for n in range(args.rounds):
+                for side in sides:
+                    quiet_env = hook_env | {"RUN": f"q{n}", "PEER": "1" if side is peer else "0"}
+                    side.run("quiet hook", "hook_any_tool.lua", quiet_env, args.seconds)
+            receipts = {side.name: side.watched(token) for side in sides}
             curl = [
                 "curl", "-s", "-o", "/dev/null", "-X", "POST", f"{ours.url}/api/v1/hooks/claude-code",
                 "-H", f"Authorization: Bearer {token}", "-H", "Content-Type: application/json", "--data-binary", "@-",
@@ -295,9 +351,43 @@ def main() -> None:
             median(peer, "hook", lambda r, c: r.p99_ms),
             "ms",
         )
+    row(
+        "hook with nothing to tell (events/s)",
+        median(ours, "quiet hook", lambda r, c: r.requests_per_s),
+        median(peer, "quiet hook", lambda r, c: r.requests_per_s),
+        "events/s",
+        ".0f",
+    )
+    row(
+        "server CPU per hook with nothing to tell",
+        median(ours, "quiet hook", lambda r, c: c),
+        median(peer, "quiet hook", lambda r, c: c),
+        "ms",
+        ".3f",
+    )
+    row(
+        "its p50",
+        median(ours, "quiet hook", lambda r, c: r.p50_ms),
+        median(peer, "quiet hook", lambda r, c: r.p50_ms),
+        "ms",
+    )
+    watched = f"{WATCHERS:,} watchers x {WATCHED_RATE} events/s"
+    for q in (50, 99):
+        theirs = receipts["peer"][f"p{q}"] if peer else None
+        row(f"{watched}: POST -> receipt p{q}", receipts["todoweb"][f"p{q}"], theirs, "ms")
+    print(
+        f"  ({watched}: todoweb's watchers saw {receipts['todoweb']['per_watcher']:.0f} of"
+        f" {receipts['todoweb']['written']} revisions each"
+        + (
+            f", the peer's {receipts['peer']['per_watcher']:.0f} of {receipts['peer']['written']} events"
+            if peer
+            else ""
+        )
+        + ")"
+    )
     row("RSS idle (after the warm-up)", idle["todoweb"], idle.get("peer"), "MB")
     row(
-        f"RSS after {ours.events():,} events (peer {peer.events() if peer else 0:,})",
+        f"RSS after {events['todoweb']:,} events (peer {events.get('peer', 0):,})",
         after["todoweb"],
         after.get("peer"),
         "MB",
@@ -305,7 +395,6 @@ def main() -> None:
     row(f"per idle websocket ({IDLE_SOCKETS:,} sockets)", sockets["todoweb"], sockets.get("peer"), "KB")
     row("stored per event", stored["todoweb"] / 1024, stored["peer"] / 1024 if peer else None, "KB", ".2f")
     row("what the agent waits for its hook (p50)", waits["todoweb"], waits.get("peer"), "ms")
-    print("  not measured here: 1,000 watchers x 20 events/s, POST to receipt (bench/fanout.py has todoweb's side)")
 
 
 def peer_env(side: Side, run: str) -> dict[str, str]:
@@ -317,5 +406,59 @@ def nullside() -> Iterator[None]:
     yield None
 
 
+# --- the watchers' process, and the writer's ---------------------------------------
+
+
+async def watch(spec: dict) -> dict:
+    marker = PEER_EVENT if spec["side"] == "peer" else None
+    watchers = await connect_watchers(spec["socket_url"], WATCHERS, any_message=spec["side"] == "peer", marker=marker)
+    job = json.dumps(spec).encode()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--writer", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await process.communicate(job)
+    sent_at = {int(number): at for number, at in json.loads(out)}
+    deadline = now() + 5
+    while now() < deadline and any(not w.seen or w.seen[-1][0] < max(sent_at) for w in watchers):
+        await asyncio.sleep(0.01)
+    receipts = [(at - sent_at[number]) * 1000 for w in watchers for number, at in w.seen if number in sent_at]
+    for watcher in watchers:
+        watcher.close()
+    return {
+        "p50": percentile(receipts, 50),
+        "p99": percentile(receipts, 99),
+        "per_watcher": len(receipts) / WATCHERS,
+        "written": len(sent_at),
+    }
+
+
+async def write(spec: dict) -> list[tuple[int, float]]:
+    """The watched agent's hook at WATCHED_RATE events/s: (the number a watcher will see,
+    when its POST was sent) for each answered one."""
+    peer = spec["side"] == "peer"
+    headers = {} if peer else {"Authorization": f"Bearer {spec['token']}"}
+    sent = []
+    async with httpx.AsyncClient(base_url=spec["url"], headers=headers, timeout=30) as client:
+        start = now()
+        for n in range(WATCHED_RATE * WATCHED_SECONDS):
+            await asyncio.sleep(max(0.0, start + n / WATCHED_RATE - now()))
+            event = hook_event("watched", f"toolu_watched_{n}", done=n % 11)
+            at = now()
+            if peer:
+                answer = await client.post("/events", json=peer_event(event))
+                number = n
+            else:
+                answer = await client.post("/api/v1/hooks/claude-code", json=event)
+                number = answer.json()["data"]["revision"] if answer.status_code == 200 else None
+            if answer.status_code == 200 and number is not None:
+                sent.append((number, at))
+    return sent
+
+
 if __name__ == "__main__":
-    main()
+    if "--client" in sys.argv:
+        print(json.dumps(uvloop.run(watch(json.load(sys.stdin)))))
+    elif "--writer" in sys.argv:
+        print(json.dumps(uvloop.run(write(json.load(sys.stdin)))))
+    else:
+        main()

@@ -48,10 +48,19 @@ class Watcher(asyncio.Protocol):
     the watched session, in order of receipt; `wire_bytes` counts what came over TCP."""
 
     def __init__(
-        self, url: str, *, session_id: str = "", cookie: str = "", deflate: bool = True, any_message: bool = False
+        self,
+        url: str,
+        *,
+        session_id: str = "",
+        cookie: str = "",
+        deflate: bool = True,
+        any_message: bool = False,
+        marker: re.Pattern[bytes] | None = None,
     ):
         self.url = urlsplit(url)
         self.any_message = any_message  # joined on any first message (another server's socket), not a todoweb frame
+        # Another server's messages: the number its group 1 finds is noted in `seen`, as a revision is.
+        self.marker = marker
         self.session_mark = f'"id":"{session_id}"'.encode()
         self.cookie = cookie
         self.deflate = deflate
@@ -168,6 +177,10 @@ class Watcher(asyncio.Protocol):
         received = now()
         if self.any_message and not self.joined.done():
             self.joined.set_result(None)
+        if self.marker is not None:
+            if found := self.marker.search(text):
+                self.seen.append((int(found.group(1)), received))
+            return
         kind = LIVE_FRAME.match(text)
         if kind is None:
             return
@@ -204,6 +217,7 @@ async def connect_watchers(
     deflate: bool = True,
     concurrency: int = 50,
     any_message: bool = False,
+    marker: re.Pattern[bytes] | None = None,
 ) -> list[Watcher]:
     """`n` watchers of the websocket at `url`, each past its first frame."""
     target = urlsplit(url)
@@ -213,7 +227,9 @@ async def connect_watchers(
     async def one() -> Watcher:
         async with gate:
             _, watcher = await loop.create_connection(
-                lambda: Watcher(url, session_id=session_id, cookie=cookie, deflate=deflate, any_message=any_message),
+                lambda: Watcher(
+                    url, session_id=session_id, cookie=cookie, deflate=deflate, any_message=any_message, marker=marker
+                ),
                 target.hostname,
                 target.port,
             )
