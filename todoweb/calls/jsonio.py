@@ -71,7 +71,10 @@ def parse(text: bytes | str, *, what: str, strict: bool = True) -> Any:
 # What `parse_plain` leaves to the full parse.
 NOT_PLAIN = object()
 # An integer of 19 digits or more may be beyond 64 bits, which orjson reads as a float.
-LONG_DIGITS = re.compile(rb"[0-9]{19}")
+# Found by turning every digit into "0" and looking for 19 zeros in a row: two passes
+# in C, ten times faster than a regular expression over a 2 KB body.
+DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+LONG_DIGITS = b"0" * 19
 
 
 def parse_plain(text: bytes) -> Any:
@@ -80,7 +83,7 @@ def parse_plain(text: bytes) -> Any:
     integers beyond 64 bits (it reads those as floats); a body that may hold any of
     these is left to `parse` (NOT_PLAIN), as is a body orjson refuses, so that the
     error says what `parse` says."""
-    if b"\\u0000" in text or LONG_DIGITS.search(text):
+    if b"\\u0000" in text or LONG_DIGITS in text.translate(DIGITS_AS_ZEROS):
         return NOT_PLAIN
     try:
         value = orjson.loads(text)

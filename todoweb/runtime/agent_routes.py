@@ -67,6 +67,8 @@ def hook_view(request: HttpRequest, name: str) -> Awaitable[HttpResponseBase] | 
 
 def single_values(request: HttpRequest, known: set[str]) -> dict[str, str] | None:
     """The query's parameters, when each is one of `known` and given once (None: not)."""
+    if not request.META["QUERY_STRING"]:
+        return {}  # the usual case, without parsing a QueryDict
     query = {}
     for key, values in request.GET.lists():
         if key not in known or len(values) != 1:
