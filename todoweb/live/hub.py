@@ -13,9 +13,9 @@ Sending is paced so that watchers never slow the writers. A frame for a group is
 kept in each socket's slot at once, but the sockets are woken to send it by one
 pump per group, in rounds of SEND_BATCH sockets at a time spread out in time: a
 group gets at most SENDS_PER_SECOND frames a second, and at most half of the loop.
-A hundred watchers of an agent writing 20 times a second see every revision; a
-thousand see the newest one four times a second; and a write's answer never waits
-behind a burst of a thousand sends (bench/fanout.py).
+Under todoweb's own server a thousand watchers of an agent writing 20 times a second
+see every revision; ten thousand see the newest one a few times a second; and a
+write's answer never waits behind a burst of a thousand sends (bench/fanout.py).
 
 Frames can be lost on the way: the channel layer (Redis) was down, a publish failed,
 a process died between commit and publish. Every RECONCILE_EVERY seconds the hub
