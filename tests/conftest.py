@@ -170,7 +170,7 @@ def asgi_server(transactional_db, settings) -> Iterator[LiveServer]:
     """The app served over real HTTP and websockets, on the in-memory channel layer."""
     from channels.layers import channel_layers
 
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "todoweb.live.layer.ProcessLayer"}}
     channel_layers.backends.clear()
     server = LiveServer()
     server.start()

@@ -36,7 +36,7 @@ def due_in(seconds: float) -> float:
 @pytest.fixture(autouse=True)
 def memory_layer(settings):
     # A fresh in-memory layer per test: each test runs its own event loop.
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "todoweb.live.layer.ProcessLayer"}}
 
 
 @pytest.fixture(autouse=True)

@@ -30,7 +30,7 @@ TODOS = [
 
 @pytest.fixture(autouse=True)
 def memory_layer(settings):
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "todoweb.live.layer.ProcessLayer"}}
 
 
 @pytest.fixture(autouse=True)

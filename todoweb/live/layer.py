@@ -1,0 +1,37 @@
+"""The channel layer of a deployment of one process (no Redis): Channels' in-memory
+layer, with a group send that costs what a write can afford.
+
+Channels' own `group_send` sweeps every group and channel for expired entries, makes
+a task per member channel and deep-copies the message for each: for every frame of
+every write, on the event loop the writes' answers go out from. Here a group's
+message is put on its members' queues as it is (todoweb's frames are only ever read
+by their receivers, the process's hub), and the sweep runs at most once a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from channels.layers import InMemoryChannelLayer
+
+SWEEP_EVERY = 1.0
+
+
+class ProcessLayer(InMemoryChannelLayer):
+    swept_at = 0.0
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        assert isinstance(message, dict), "Message is not a dict"
+        self.require_valid_group_name(group)
+        now = time.time()
+        if now - self.swept_at >= SWEEP_EVERY:
+            self._clean_expired()
+            self.swept_at = now
+        for channel in self.groups.get(group, ()):
+            queue = self.channels.setdefault(channel, asyncio.Queue(maxsize=self.get_capacity(channel)))
+            try:
+                queue.put_nowait((now + self.expiry, message))
+            except asyncio.QueueFull:
+                pass  # as Channels' own: a full channel misses a group's message
