@@ -14,6 +14,7 @@ import pytest
 
 from todoweb.models import Revision
 from todoweb.runtime.agent_routes import AgentRoutes
+from todoweb.runtime.database import in_database_thread
 from todoweb.runtime.handlers import ApiHandler
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -172,6 +173,8 @@ async def test_a_call_written_by_the_agents_route_is_in_the_database(clients, to
     assert answer.status_code == 200, answer.content
     assert answer.json()["data"]["revision"] == 1
     assert counted.resolved == 0
-    revision = await Revision.objects.select_related("session").aget()
+    # Read as the app reads: in_database_thread gives the connection back (a pooled one
+    # kept by the test's thread would count against another test's pool).
+    revision = await in_database_thread(Revision.objects.select_related("session").get)
     assert revision.session.key == "written"
     assert [todo["content"] for todo in revision.todos] == [todo["content"] for todo in TODOS]
