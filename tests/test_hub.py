@@ -1,0 +1,87 @@
+"""The hub's offering of frames to a group's sockets, with watchers that record what
+they are offered (the consumers' own behaviour is in test_consumers.py)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from todoweb.live import events, hub
+
+
+class Recorder:
+    """A socket that keeps what it is offered and never has anything to send."""
+
+    viewer = None
+
+    def __init__(self) -> None:
+        self.offered: list[int] = []
+
+    def offer(self, message: dict) -> bool:
+        self.offered.append(message["revision"])
+        return False
+
+
+def frame(revision: int, group: str = "session-x") -> dict:
+    return {
+        "type": events.FRAME,
+        "kind": "session.snapshot",
+        "group": group,
+        "session": "x",
+        "revision": revision,
+        "text": "{}",
+    }
+
+
+def hub_watched_by(count: int, group: str = "session-x") -> tuple[hub.Hub, list[Recorder]]:
+    this = hub.Hub(layer=None)
+    watchers = [Recorder() for _ in range(count)]
+    this.watchers[group] = set(watchers)
+    return this, watchers
+
+
+async def test_a_group_of_up_to_a_batch_is_offered_a_frame_at_once(monkeypatch):
+    monkeypatch.setattr(hub, "OFFER_BATCH", 3)
+    this, watchers = hub_watched_by(3)
+    this.deliver(frame(1))
+    assert [w.offered for w in watchers] == [[1], [1], [1]]
+    assert not this.offering
+
+
+async def test_a_larger_group_is_offered_in_batches_with_the_loop_free_between(monkeypatch):
+    monkeypatch.setattr(hub, "OFFER_BATCH", 3)
+    this, watchers = hub_watched_by(7)
+    this.deliver(frame(1))
+    this.deliver(frame(2))
+    assert all(w.offered == [] for w in watchers)  # nothing held the loop for them
+
+    # A write's work, scheduled now, runs once the first batch has its frame, before the rest.
+    seen_by_the_write: list[int] = []
+    asyncio.get_running_loop().call_soon(lambda: seen_by_the_write.append(sum(bool(w.offered) for w in watchers)))
+    await this.offering["session-x"]
+    assert seen_by_the_write == [3]
+    assert [w.offered for w in watchers] == [[1, 2]] * 7  # all of them, in order
+    assert not this.offering and not this.offers
+
+
+async def test_a_frame_delivered_while_a_batch_is_offered_waits_its_turn(monkeypatch):
+    """Even once the group is small again, a frame does not pass the ones still being offered."""
+    monkeypatch.setattr(hub, "OFFER_BATCH", 3)
+    this, watchers = hub_watched_by(5)
+    this.deliver(frame(1))
+    await asyncio.sleep(0)  # the first batch has it
+    for gone in watchers[3:]:
+        this.unwatch("session-x", gone)
+    this.deliver(frame(2))
+    await this.offering["session-x"]
+    assert [w.offered for w in watchers[:3]] == [[1, 2]] * 3
+
+
+async def test_stopping_the_hub_stops_its_offering(monkeypatch):
+    monkeypatch.setattr(hub, "OFFER_BATCH", 1)
+    this, watchers = hub_watched_by(4)
+    this.deliver(frame(1))
+    await asyncio.sleep(0)  # one watcher has it
+    task = this.offering["session-x"]
+    await this.stop()
+    assert task.cancelled()
+    assert sorted(len(w.offered) for w in watchers) == [0, 0, 0, 1]
