@@ -100,13 +100,18 @@ def test_a_served_socket_lets_go_of_its_handshake():
         await send({"type": "websocket.send", "text": "hello"})
         await receive()
 
-    kept = []
+    kept, requests = [], []
     original = server.WebSocketProtocol.send
+    original_connect = server.WebSocketProtocol.handle_connect
 
     async def noting(self, message):
         await original(self, message)
         if message["type"] == "websocket.accept":
             kept.append((self.request, self.response))
+
+    def noting_request(self, event):
+        requests.append(event)  # as the websockets library's parser keeps it
+        original_connect(self, event)
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -120,6 +125,7 @@ def test_a_served_socket_lets_go_of_its_handshake():
             return await asyncio.wait_for(socket_.recv(), 5)
 
     server.WebSocketProtocol.send = noting
+    server.WebSocketProtocol.handle_connect = noting_request
     try:
         thread.start()
         deadline = time.monotonic() + 10
@@ -128,9 +134,11 @@ def test_a_served_socket_lets_go_of_its_handshake():
         assert asyncio.run(connect()) == "hello"
     finally:
         server.WebSocketProtocol.send = original
+        server.WebSocketProtocol.handle_connect = original_connect
         uvicorn_server.should_exit = True
         thread.join(10)
     assert kept == [(None, None)]
+    assert len(requests) == 1 and list(requests[0].headers.raw_items()) == []
 
 
 def test_libraries_only_some_deployments_use_are_imported_on_first_use():

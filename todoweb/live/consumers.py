@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
@@ -63,9 +64,19 @@ def idle_deadline(state: str, updated_at: str | None, idle_after: int) -> dateti
 class LiveConsumer(AsyncWebsocketConsumer):
     """What both consumers share: the hub, the sending task, timers, pings."""
 
-    # Frames come from the hub, not from a channel of this socket's own: an alias
-    # that names no layer gives the socket none.
-    channel_layer_alias = "todoweb.live.hub"
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Channels' consumer loop without a channel layer: frames come from the hub,
+        not from a channel of this socket's own. Channels awaits each message in a
+        task of its own through asyncio.wait, which a socket keeps for its whole
+        life (2.5 KB); here the loop awaits `receive` itself."""
+        self.scope = scope
+        self.channel_layer = None
+        self.base_send = send
+        try:
+            while True:
+                await self.dispatch(await receive())
+        except StopConsumer:
+            pass
 
     async def websocket_connect(self, message: dict[str, Any]) -> None:
         self.groups_watched: list[str] = []

@@ -111,8 +111,9 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
       upstream as of 2026-11; the nearest is uvicorn PR #3138, on the handshake's
       state after a denial on websockets-sansio);
     - permessage-deflate compresses each message once for all sockets (SharedDeflate);
-    - once the handshake is answered, its request and response are let go (4 KB a
-      socket, kept for the connection's life otherwise);
+    - once the handshake is answered, its request and response are let go, and the
+      request's headers emptied (6.5 KB a socket, kept for the connection's life
+      otherwise);
     - the app may send a frame at once, written from bytes made once for all sockets
       (`send_now`, offered in the scope's extensions as SEND_NOW): a live frame for a
       thousand watchers costs a thousand writes, not a thousand ASGI sends, tasks and
@@ -142,6 +143,9 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
     async def send(self, message: Any) -> None:
         await super().send(message)
         if self.handshake_complete and getattr(self, "response", None) is not None:
+            # The websockets library's parser keeps the request in its frame for the
+            # connection's life: its headers go (the scope has a copy of its own).
+            self.request.headers.clear()
             self.request = self.response = None
 
     def send_now(self, text: str) -> bool:
