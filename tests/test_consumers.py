@@ -15,7 +15,7 @@ from django.test import Client
 from django.utils import timezone
 
 from todoweb.asgi import application
-from todoweb.live import events, hub
+from todoweb.live import consumers, events, hub
 from todoweb.live.hub import process_hub
 from todoweb.models import Project, Session, ShareLink
 from todoweb.writes.sharing import share_create, share_revoke_all
@@ -127,6 +127,31 @@ async def test_it_sends_the_current_snapshot_on_connect(member, session):
     assert event["session"]["id"] == session.public_id
     assert [t["status"] for t in event["todos"]] == ["in_progress", "pending"]
     assert event["counts"]["total"] == 2
+    await ws.disconnect()
+
+
+@pytest.mark.parametrize("path", ["session", "dashboard"])
+async def test_a_socket_has_every_attribute_from_its_creation(member, session, monkeypatch, path):
+    """No attribute is added after a consumer is made (before its first await): CPython
+    shares one table of attribute names among a class's instances only while it
+    learns them early; sockets connecting by the thousand would otherwise each take a
+    dict of their own."""
+    consumer_class = consumers.SessionConsumer if path == "session" else consumers.DashboardConsumer
+    made = []
+    start_sending = consumer_class.start_sending
+
+    def noting(self):
+        made.append(self)
+        start_sending(self)
+
+    monkeypatch.setattr(consumer_class, "start_sending", noting)
+    url = f"/ws/sessions/{session.public_id}/" if path == "session" else "/ws/dashboard/"
+    ws, connected, _ = await connect(url, user=member)
+    assert connected
+    await ws.receive_json_from(TIMEOUT)
+    assert len(made) == 1
+    at_creation = set(vars(consumer_class())) | {"scope", "channel_layer", "base_send"}
+    assert set(vars(made[0])) <= at_creation
     await ws.disconnect()
 
 

@@ -64,6 +64,24 @@ def idle_deadline(state: str, updated_at: str | None, idle_after: int) -> dateti
 class LiveConsumer(AsyncWebsocketConsumer):
     """What both consumers share: the hub, the sending task, timers, pings."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Every attribute a socket has is set here, before its first await. CPython
+        # lets instances share one table of attribute names, but each new instance
+        # shrinks the room left in it: a thousand sockets connecting at once would
+        # otherwise each get a whole dict of their own (1.5 KB a socket).
+        super().__init__(*args, **kwargs)
+        self.groups_watched: list[str] = []
+        self.sending_allowed = False
+        self.held = False  # while the hub checks this viewer's access again
+        self.closing = False
+        self.lost_code: int | None = None  # access lost while connecting: close with this
+        self.hanging_up: asyncio.Task | None = None  # the task closing the socket, kept while it runs
+        self.viewer: Viewer | None = None
+        self.sender: asyncio.Task | None = None
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+        # Under todoweb's own websocket protocol, how to send a frame at once (None: another server).
+        self.send_now: Any = None
+
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """Channels' consumer loop without a channel layer: frames come from the hub,
         not from a channel of this socket's own. Channels awaits each message in a
@@ -79,16 +97,6 @@ class LiveConsumer(AsyncWebsocketConsumer):
             pass
 
     async def websocket_connect(self, message: dict[str, Any]) -> None:
-        self.groups_watched: list[str] = []
-        self.sending_allowed = False
-        self.held = False  # while the hub checks this viewer's access again
-        self.closing = False
-        self.lost_code: int | None = None  # access lost while connecting: close with this
-        self.hanging_up: asyncio.Task | None = None  # the task closing the socket, kept while it runs
-        self.viewer: Viewer | None = None
-        self.sender: asyncio.Task | None = None
-        self.timers: dict[str, asyncio.TimerHandle] = {}
-        # Under todoweb's own websocket protocol, how to send a frame at once (None: another server).
         self.send_now = self.scope.get("extensions", {}).get(SEND_NOW, {}).get("send")
         await super().websocket_connect(message)
 
@@ -226,8 +234,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
 class SessionConsumer(LiveConsumer):
     """`/ws/sessions/<public_id>/`: one session's snapshots and state changes."""
 
-    async def connect(self) -> None:
-        self.public_id: str = self.scope["url_route"]["kwargs"]["public_id"]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.public_id = ""
         self.share_link_id: int | None = None
         self.sent = -1  # the revision this socket shows
         self.state = ""
@@ -240,6 +249,9 @@ class SessionConsumer(LiveConsumer):
         self.next_lists: dict[str, dict[str, Any]] = {}
         self.idle_deadline: datetime | None = None
         self.idle_armed_for: datetime | None = None
+
+    async def connect(self) -> None:
+        self.public_id = self.scope["url_route"]["kwargs"]["public_id"]
         # Watch before reading: a revision, or a revocation of the share link,
         # committed in between still reaches this socket.
         await self.watch(events.session_group(self.public_id))
@@ -355,15 +367,18 @@ def viewer_snapshot(user, public_id: str, share: str | None) -> tuple[events.Ses
 class DashboardConsumer(LiveConsumer):
     """`/ws/dashboard/`: summaries of every session of the user's projects (staff: all)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Per session: the newest summary sent (its route, and its text or dict).
+        self.known: dict[str, dict[str, Any]] = {}
+        self.pending: dict[str, dict[str, Any]] = {}
+        self.idle_deadline: datetime | None = None
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=FORBIDDEN)
             return
-        # Per session: the newest summary sent (its route, and its text or dict).
-        self.known: dict[str, dict[str, Any]] = {}
-        self.pending: dict[str, dict[str, Any]] = {}
-        self.idle_deadline: datetime | None = None
         projects = await in_database_thread(dashboard_scope, user)
         await self.watch(*dashboard_groups(projects))
         summaries = await in_database_thread(dashboard_summaries, user)
