@@ -162,3 +162,60 @@ def test_a_frame_written_at_once_is_the_frame_the_protocol_would_send():
         expected = Frame(TEXT, text.encode()).serialize(mask=False, extensions=[server])
         assert shared_frame(text, server.local_max_window_bits) == expected
         assert shared_frame(text, None) == Frame(TEXT, text.encode()).serialize(mask=False)
+
+
+async def test_the_receive_queue_hands_out_items_in_order_and_wakes_a_waiting_get():
+    import asyncio
+
+    from todoweb.runtime.server import ReceiveQueue
+
+    queue = ReceiveQueue()
+    assert queue.empty()
+    queue.put_nowait(1)
+    queue.put_nowait(2)
+    assert not queue.empty()
+    assert [await queue.get(), await queue.get()] == [1, 2]
+    waiting = asyncio.ensure_future(queue.get())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    queue.put_nowait(3)
+    assert await asyncio.wait_for(waiting, 1) == 3
+    assert queue.empty() and queue.getters == []
+
+
+async def test_a_cancelled_get_loses_no_item():
+    import asyncio
+
+    from todoweb.runtime.server import ReceiveQueue
+
+    queue = ReceiveQueue()
+    first, second = asyncio.ensure_future(queue.get()), asyncio.ensure_future(queue.get())
+    await asyncio.sleep(0)
+    queue.put_nowait("a")  # wakes both; the first is cancelled before it runs
+    first.cancel()
+    assert await asyncio.wait_for(second, 1) == "a"
+    assert first.cancelled() and queue.getters == []
+    queue.put_nowait("b")
+    assert await queue.get() == "b"
+
+
+async def test_the_flag_waits_until_set():
+    import asyncio
+
+    from todoweb.runtime.server import Flag
+
+    flag = Flag()
+    assert not flag.is_set()
+    waiting = asyncio.ensure_future(flag.wait())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    flag.set()
+    assert await asyncio.wait_for(waiting, 1) is True
+    assert flag.is_set() and flag.waiters == []
+    assert await flag.wait() is True  # set: at once
+    flag.clear()
+    again = asyncio.ensure_future(flag.wait())
+    await asyncio.sleep(0)
+    assert not again.done()
+    flag.set()
+    await asyncio.wait_for(again, 1)
