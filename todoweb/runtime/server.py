@@ -117,21 +117,14 @@ class ReceiveQueue:
 
     def put_nowait(self, item: Any) -> None:
         self.items.append(item)
-        for getter in self.getters:
-            if not getter.done():
-                getter.set_result(None)
+        wake(self.getters)
 
     def empty(self) -> bool:
         return not self.items
 
     async def get(self) -> Any:
         while not self.items:
-            getter = asyncio.get_running_loop().create_future()
-            self.getters.append(getter)
-            try:
-                await getter
-            finally:
-                self.getters.remove(getter)
+            await woken(self.getters)
         return self.items.pop(0)
 
 
@@ -150,22 +143,31 @@ class Flag:
 
     def set(self) -> None:
         self.flag = True
-        for waiter in self.waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        wake(self.waiters)
 
     def clear(self) -> None:
         self.flag = False
 
     async def wait(self) -> bool:
         while not self.flag:
-            waiter = asyncio.get_running_loop().create_future()
-            self.waiters.append(waiter)
-            try:
-                await waiter
-            finally:
-                self.waiters.remove(waiter)
+            await woken(self.waiters)
         return True
+
+
+async def woken(waiters: list[asyncio.Future]) -> None:
+    """Wait in `waiters` until `wake(waiters)` (the caller checks again why it waited)."""
+    waiter = asyncio.get_running_loop().create_future()
+    waiters.append(waiter)
+    try:
+        await waiter
+    finally:
+        waiters.remove(waiter)
+
+
+def wake(waiters: list[asyncio.Future]) -> None:
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)
 
 
 class WebSocketProtocol(WebSocketsSansIOProtocol):
