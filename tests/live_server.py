@@ -9,7 +9,7 @@ import time
 
 import uvicorn
 
-from todoweb.runtime.server import websocket_protocol
+from todoweb.runtime.server import protocols
 
 
 class LiveServer:
@@ -31,7 +31,7 @@ class LiveServer:
             port=self.port,
             log_level="warning",
             lifespan="off",
-            ws=websocket_protocol(),  # the production one: frames for many sockets written at once
+            **protocols(),  # the production ones: frames for many sockets written at once
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

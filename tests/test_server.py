@@ -1,14 +1,20 @@
 """How `manage.py serve` runs todoweb: its websocket protocol (permessage-deflate that
 compresses a message once for every socket, and that clients decode as any other),
-only on the uvicorn and websockets versions it was tested with, and each process
-tuned as it loads the application."""
+its HTTP protocol (a response's head and body in one write), only on the uvicorn and
+websockets versions they were tested with, and each process tuned as it loads the
+application."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
+from contextlib import contextmanager
 
+import uvicorn
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from websockets.frames import TEXT, Frame
 
@@ -17,6 +23,25 @@ from todoweb.runtime.server import SharedDeflate, SharedDeflateFactory, compress
 SNAPSHOT = (
     '{"type":"session.snapshot","revision":7,"todos":[' + ",".join(['{"content":"步骤 ✓ <b>x</b>"}'] * 40) + "]}"
 ).encode()
+
+
+@contextmanager
+def serving(app, **config):
+    """`app` under uvicorn in a thread, with `config`; yields its port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(10)
 
 
 def negotiated_pair():
@@ -50,14 +75,17 @@ def test_the_compressed_bytes_are_computed_once_per_message():
     assert compressed.cache_info().misses == 1 and compressed.cache_info().hits == 2
 
 
-def test_it_serves_with_its_own_websocket_protocol_only_on_the_tested_versions(monkeypatch, caplog):
+def test_it_serves_with_its_own_protocols_only_on_the_tested_versions(monkeypatch, caplog):
     from todoweb.runtime import server
 
     assert server.untested_versions() == {}  # the pinned requirements are the tested ones
-    assert server.websocket_protocol() == "todoweb.runtime.server:WebSocketProtocol"
+    assert server.protocols() == {
+        "http": "todoweb.runtime.server:HttpProtocol",
+        "ws": "todoweb.runtime.server:WebSocketProtocol",
+    }
     monkeypatch.setattr(server.uvicorn, "__version__", "0.99.0")
     assert server.untested_versions() == {"uvicorn": "0.99.0"}
-    assert server.websocket_protocol() == "websockets-sansio"
+    assert server.protocols() == {"http": "httptools", "ws": "websockets-sansio"}
     assert "uvicorn 0.99.0: not the versions" in caplog.text
 
 
@@ -85,11 +113,7 @@ def test_no_socket_keeps_a_decompressor_between_messages():
 
 def test_a_served_socket_lets_go_of_its_handshake():
     import asyncio
-    import socket
-    import threading
-    import time
 
-    import uvicorn
     import websockets
 
     from todoweb.runtime import server
@@ -113,30 +137,18 @@ def test_a_served_socket_lets_go_of_its_handshake():
         requests.append(event)  # as the websockets library's parser keeps it
         original_connect(self, event)
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, ws="todoweb.runtime.server:WebSocketProtocol")
-    uvicorn_server = uvicorn.Server(config)
-    thread = threading.Thread(target=uvicorn_server.run, daemon=True)
-
-    async def connect():
+    async def connect(port):
         async with websockets.connect(f"ws://127.0.0.1:{port}/") as socket_:
             return await asyncio.wait_for(socket_.recv(), 5)
 
     server.WebSocketProtocol.send = noting
     server.WebSocketProtocol.handle_connect = noting_request
     try:
-        thread.start()
-        deadline = time.monotonic() + 10
-        while not uvicorn_server.started and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert asyncio.run(connect()) == "hello"
+        with serving(app, ws="todoweb.runtime.server:WebSocketProtocol") as port:
+            assert asyncio.run(connect(port)) == "hello"
     finally:
         server.WebSocketProtocol.send = original
         server.WebSocketProtocol.handle_connect = original_connect
-        uvicorn_server.should_exit = True
-        thread.join(10)
     assert kept == [(None, None)]
     assert len(requests) == 1 and list(requests[0].headers.raw_items()) == []
 
@@ -219,3 +231,107 @@ async def test_the_flag_waits_until_set():
     assert not again.done()
     flag.set()
     await asyncio.wait_for(again, 1)
+
+
+class Wire:
+    """A transport that notes each write."""
+
+    def __init__(self):
+        self.writes, self.closed = [], False
+
+    def write(self, data):
+        self.writes.append(data)
+
+    def close(self):
+        self.closed = True
+
+    def is_closing(self):
+        return self.closed
+
+
+async def test_a_response_head_goes_out_with_its_body_in_one_write():
+    from todoweb.runtime.server import HeadWithBody
+
+    wire = Wire()
+    transport = HeadWithBody(wire)
+    transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    assert wire.writes == []
+    transport.write(b"body")
+    transport.write(b"more")
+    assert wire.writes == [b"HTTP/1.1 200 OK\r\n\r\nbody", b"more"]
+
+
+async def test_a_head_whose_body_comes_later_goes_out_at_the_loop_s_next_turn():
+    import asyncio
+
+    from todoweb.runtime.server import HeadWithBody
+
+    wire = Wire()
+    transport = HeadWithBody(wire)
+    transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    await asyncio.sleep(0)
+    assert wire.writes == [b"HTTP/1.1 200 OK\r\n\r\n"]
+    transport.write(b"part")
+    assert wire.writes[-1] == b"part"
+
+
+async def test_a_held_head_is_written_before_the_connection_closes():
+    from todoweb.runtime.server import HeadWithBody
+
+    wire = Wire()
+    transport = HeadWithBody(wire)
+    transport.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+    transport.close()
+    assert wire.writes == [b"HTTP/1.1 204 No Content\r\n\r\n"] and wire.closed
+
+
+def test_the_http_protocol_answers_streams_and_continues_as_uvicorn_s():
+    """Through a real server: a stream's head arrives before its first part is sent, a
+    client that expects 100 Continue gets it before it sends its body, and a plain
+    answer arrives whole."""
+    import asyncio
+
+    first_part = threading.Event()
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if scope["path"] == "/stream":
+            await send({"type": "http.response.start", "status": 200})
+            await asyncio.get_running_loop().run_in_executor(None, first_part.wait, 5)
+            await send({"type": "http.response.body", "body": b"first", "more_body": True})
+            await send({"type": "http.response.body", "body": b"last"})
+            return
+        answer = b"echo:" + body
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(answer))]}
+        )
+        await send({"type": "http.response.body", "body": answer})
+
+    def read_until(sock, marker):
+        data = b""
+        while marker not in data:
+            chunk = sock.recv(65536)
+            assert chunk, data
+            data += chunk
+        return data
+
+    with serving(app, http="todoweb.runtime.server:HttpProtocol") as port:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            head = read_until(sock, b"\r\n\r\n")  # while the app waits to send its first part
+            assert head.startswith(b"HTTP/1.1 200 OK\r\n") and b"transfer-encoding: chunked" in head
+            first_part.set()
+            assert read_until(sock, b"0\r\n\r\n") == b"5\r\nfirst\r\n4\r\nlast\r\n0\r\n\r\n"
+
+            sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+            assert read_until(sock, b"\r\n\r\n").startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+            sock.sendall(b"hello")
+            answer = read_until(sock, b"echo:hello")
+            assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"\r\n\r\necho:hello")

@@ -21,6 +21,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from pydantic import BaseModel, ConfigDict
 
+from todoweb.live.layer import ProcessLayer
 from todoweb.runtime.logs import ThrottledLogger
 
 # While the channel layer is down, every write would log the same warning.
@@ -238,7 +239,8 @@ async def asend(messages: Frames) -> None:
     if layer is None or not messages:
         return
     try:
-        async with asyncio.timeout(PUBLISH_TIMEOUT):
+        # The one process's layer puts frames on queues and never waits: no timer.
+        async with asyncio.timeout(None if isinstance(layer, ProcessLayer) else PUBLISH_TIMEOUT):
             for message in messages:
                 await layer.group_send(message["group"], message)
     except Exception as exc:

@@ -70,6 +70,7 @@ def reconcile(
     in all. `aliases`: step id -> an earlier text the caller may still use for the step
     (the text before a person reworded it, which the agent has not seen). A step
     dropped longer ago than the kept ledger reaches is new if it comes back."""
+    stamp = iso(now)
     candidates = previous + dropped
     matches = match_steps(candidates, items, aliases or {})
     taken = set(matches.values())
@@ -96,7 +97,7 @@ def reconcile(
             # step addressable, so a repeat becomes "<id>#2", "<id>#3", …
             step_id = next(f"{step_id}#{n}" for n in range(2, len(items) + 2) if f"{step_id}#{n}" not in seen_ids)
         seen_ids.add(step_id)
-        step = advance(before, item, step_id=step_id, position=index, now=now)
+        step = advance(before, item, step_id=step_id, position=index, stamp=stamp)
         old_status = before["status"] if before is not None and j is not None and j < len(previous) else None
         if old_status != step["status"]:
             changes.append({"id": step_id, "from": old_status, "to": step["status"]})
@@ -108,7 +109,7 @@ def reconcile(
             continue
         changes.append({"id": step["id"], "from": step["status"], "to": None})
         if step["status"] not in FINISHED and step["id"] not in removed:
-            newly_dropped.append({**step, "dropped_at": iso(now), "dropped_in": revision})
+            newly_dropped.append({**step, "dropped_at": stamp, "dropped_in": revision})
     still_dropped = [step for j, step in enumerate(dropped, start=len(previous)) if j not in taken]
     came_back = len(dropped) - len(still_dropped)
     count = max(dropped_count, len(dropped)) - came_back + len(newly_dropped)
@@ -195,9 +196,8 @@ def close_matches(texts: dict[int, str], others: dict[int, str]) -> list[tuple[i
     return sorted(scored, key=lambda pair: -pair[2])
 
 
-def advance(before: dict[str, Any] | None, item: Item, *, step_id: str, position: int, now: datetime) -> dict[str, Any]:
-    """The step as of this revision, carrying its history forward from `before`."""
-    stamp = iso(now)
+def advance(before: dict[str, Any] | None, item: Item, *, step_id: str, position: int, stamp: str) -> dict[str, Any]:
+    """The step as of this revision (written at `stamp`), carrying its history forward from `before`."""
     first_seen = before["first_seen_at"] if before else stamp
     started = before["started_at"] if before else None
     completed = before["completed_at"] if before else None

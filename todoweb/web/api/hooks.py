@@ -12,6 +12,7 @@ stdout as hook output).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -292,11 +293,14 @@ def hook_output(agent: HookAgent, hook: HookInput, notice: str) -> dict[str, str
 
 def hook_answer(
     agent: HookAgent, hook: HookInput, notice: str | None, body: dict[str, Any], *, only_hook_output: bool
-) -> JsonResponse:
+) -> HttpResponse:
     """`body`, and what the agent's hook hands its model; with `?answer=hook`, only that
     (`{}` when there is nothing to tell), for agents whose command hooks read stdout strictly."""
     output = {"hookSpecificOutput": hook_output(agent, hook, notice)} if notice else {}
-    return JsonResponse(output if only_hook_output else body | output)
+    # JsonResponse's bytes, without its encoder's set-up and charset lookups: a hook
+    # on every tool call gets this answer.
+    content = json.dumps(output if only_hook_output else body | output).encode()
+    return HttpResponse(content, content_type="application/json")
 
 
 def ignored_because(agent: HookAgent, hook: HookInput) -> str | None:
