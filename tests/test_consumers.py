@@ -155,6 +155,21 @@ async def test_a_socket_has_every_attribute_from_its_creation(member, session, m
     await ws.disconnect()
 
 
+@pytest.mark.parametrize("path", ["session", "dashboard"])
+async def test_an_accepted_socket_lets_go_of_its_request_headers(member, session, path):
+    """Once the cookie and the origin have let a socket in, its scope keeps no headers
+    (they would stay for the socket's whole life)."""
+    headers = [(b"host", b"testserver"), (b"origin", b"http://testserver")]
+    headers.append((b"cookie", f"sessionid={await sync_to_async(cookie_for)(member)}".encode()))
+    url = f"/ws/sessions/{session.public_id}/" if path == "session" else "/ws/dashboard/"
+    ws = WebsocketCommunicator(application, url, headers=headers)
+    connected, _ = await ws.connect(timeout=TIMEOUT)
+    assert connected
+    await ws.receive_json_from(TIMEOUT)
+    assert ws.scope["headers"] is headers and headers == []
+    await ws.disconnect()
+
+
 async def test_it_sends_one_snapshot_per_revision_with_its_changes(api, member, session):
     ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
     await ws.receive_json_from(TIMEOUT)

@@ -30,6 +30,7 @@ from todoweb.live import events
 from todoweb.live.access import FORBIDDEN, SHARE_ENDED, Viewer, dashboard_scope
 from todoweb.live.hub import process_hub
 from todoweb.reads import current_data, dashboard_summaries
+from todoweb.runtime.alarms import Alarm, clock
 from todoweb.runtime.database import in_database_thread
 from todoweb.runtime.server import SEND_NOW
 from todoweb.writes.sharing import session_for_viewer
@@ -78,7 +79,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.hanging_up: asyncio.Task | None = None  # the task closing the socket, kept while it runs
         self.viewer: Viewer | None = None
         self.sender: asyncio.Task | None = None
-        self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.timers: dict[str, Alarm] = {}
         # Under todoweb's own websocket protocol, how to send a frame at once (None: another server).
         self.send_now: Any = None
 
@@ -99,6 +100,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
     async def websocket_connect(self, message: dict[str, Any]) -> None:
         self.send_now = self.scope.get("extensions", {}).get(SEND_NOW, {}).get("send")
         await super().websocket_connect(message)
+
+    async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
+        await super().accept(subprotocol, headers)
+        # What let the socket in (its cookie, its origin) has been read: the request's
+        # headers are let go, which the scope and its copies would keep for the
+        # socket's life (1.1 KB).
+        if isinstance(self.scope["headers"], list):
+            self.scope["headers"].clear()
 
     async def watch(self, *groups: str) -> None:
         for group in groups:
@@ -204,14 +213,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
         await self.base_send({"type": "websocket.send", "text": text})
 
     def set_timer(self, name: str, when: datetime | None, callback) -> None:
-        """Call `callback` (synchronously, on the loop) at `when`; None cancels."""
+        """Call `callback` (synchronously, on the loop) at `when` (or up to a tenth of a
+        second later); None cancels."""
         old = self.timers.pop(name, None)
         if old is not None:
             old.cancel()
         if when is not None:
-            loop = asyncio.get_running_loop()
             delay = max(0.0, (when - timezone.now()).total_seconds())
-            self.timers[name] = loop.call_at(loop.time() + delay, callback)
+            self.timers[name] = clock().call_later(delay, callback)
 
     async def disconnect(self, code: int) -> None:
         self.closing = True

@@ -23,6 +23,8 @@ from websockets.frames import CONT, CTRL_OPCODES, Frame
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
+from todoweb.runtime.alarms import clock
+
 # The versions the protocols below were written and tested against: they subclass
 # uvicorn's httptools and websockets-sansio protocols, the latter still changing
 # upstream (uvicorn PRs #3056 and #3138, 2026). Other versions run uvicorn's own.
@@ -184,6 +186,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
       request's headers emptied (6.5 KB a socket, kept for the connection's life
       otherwise);
     - its receive queue and its writable flag keep lists, not deques (3.6 KB a socket);
+    - its keep-alive ping waits on a shared alarm, not a timer of its own (0.5 KB);
     - the app may send a frame at once, written from bytes made once for all sockets
       (`send_now`, offered in the scope's extensions as SEND_NOW): a live frame for a
       thousand watchers costs a thousand writes, not a thousand ASGI sends, tasks and
@@ -220,6 +223,10 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
             # connection's life: its headers go (the scope has a copy of its own).
             self.request.headers.clear()
             self.request = self.response = None
+
+    def schedule_ping(self) -> None:
+        delay = max(0.0, self.ping_interval - self.last_ping_rtt)  # type: ignore[operator]
+        self.ping_timer = clock().call_later(delay, self.send_keepalive_ping)  # type: ignore[assignment]
 
     def send_now(self, text: str) -> bool:
         """Write `text` as one frame now if the socket takes it now: open, and its client
