@@ -29,7 +29,11 @@ FUZZY_BUDGET = 2_000_000
 
 
 def iso(moment: datetime | None) -> str | None:
-    return moment.isoformat().replace("+00:00", "Z") if moment else None
+    return utc_text(moment) if moment else None
+
+
+def utc_text(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def parse_iso(text: str | None) -> datetime | None:
@@ -70,7 +74,7 @@ def reconcile(
     in all. `aliases`: step id -> an earlier text the caller may still use for the step
     (the text before a person reworded it, which the agent has not seen). A step
     dropped longer ago than the kept ledger reaches is new if it comes back."""
-    stamp = iso(now)
+    stamp = utc_text(now)
     candidates = previous + dropped
     matches = match_steps(candidates, items, aliases or {})
     taken = set(matches.values())
