@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP through Django (the API without the browser's middleware,
-see handlers.py), websockets through Channels."""
+see handlers.py), websockets to the board's consumers (Channels' consumers, todoweb's
+routing: live/routing.py)."""
 
 from __future__ import annotations
 
@@ -23,23 +24,10 @@ if not settings.DEBUG and settings.SECRET_KEY == settings.DEVELOPMENT_SECRET_KEY
         "(`make run` keeps one in .run/secret-key)."
     )
 
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-
-from todoweb.live.routing import websocket_urlpatterns  # noqa: E402
-from todoweb.live.viewers import ViewerMiddleware  # noqa: E402
-from todoweb.runtime.handlers import http_application, without_nul  # noqa: E402
+from todoweb.live.routing import live_sockets  # noqa: E402
+from todoweb.runtime.handlers import by_protocol, http_application, without_nul  # noqa: E402
 from todoweb.webhooks.worker import started_by  # noqa: E402
 
 # Every process that serves the application delivers webhooks from a thread of its own
 # (started on its first call, once; TODOWEB_WEBHOOK_WORKER=0: not in this process).
-application = started_by(
-    without_nul(
-        ProtocolTypeRouter(
-            {
-                "http": http_application(django_asgi_app),
-                "websocket": AllowedHostsOriginValidator(ViewerMiddleware(URLRouter(websocket_urlpatterns))),
-            }
-        )
-    )
-)
+application = started_by(without_nul(by_protocol(http=http_application(django_asgi_app), websocket=live_sockets)))

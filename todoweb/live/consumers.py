@@ -29,6 +29,7 @@ from django.utils import timezone
 from todoweb.live import events
 from todoweb.live.access import FORBIDDEN, SHARE_ENDED, Viewer, dashboard_scope
 from todoweb.live.hub import process_hub
+from todoweb.live.viewers import allowed_origin, viewer_of
 from todoweb.reads import current_data, dashboard_summaries
 from todoweb.runtime.alarms import Alarm, clock
 from todoweb.runtime.database import in_database_thread
@@ -98,6 +99,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
             pass
 
     async def websocket_connect(self, message: dict[str, Any]) -> None:
+        if not allowed_origin(self.scope):
+            await self.close()  # the handshake is refused (403), as Channels' origin validator does
+            return
+        self.scope["user"], self.scope["todoweb.login"] = await viewer_of(self.scope)
         self.send_now = self.scope.get("extensions", {}).get(SEND_NOW, {}).get("send")
         await super().websocket_connect(message)
 

@@ -1,33 +1,54 @@
-"""Who is watching: the Django user of a websocket, from its session cookie.
+"""Who is watching, and from where: a websocket's Django user, from its session
+cookie, and whether its Origin is one of the site's own.
 
-Channels' AuthMiddlewareStack does the same, but also wraps `send` to save the
+Channels' AuthMiddlewareStack reads the user too, but also wraps `send` to save the
 session after every message; the board's sockets never change the session, and with
 a thousand watchers that check was an eighth of the cost of sending a frame.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import import_module
 from typing import Any
+from urllib.parse import urlparse
 
 from channels.auth import get_user
+from channels.security.websocket import AllowedHostsOriginValidator, OriginValidator
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.http.cookie import parse_cookie
 
 
-class ViewerMiddleware:
-    """Sets `scope["user"]` (AnonymousUser without a valid session) and, for a logged-in
-    user, `scope["todoweb.login"]`, the key of their login session, which the hub checks
-    again while the socket stays open (todoweb.access). Passes `send` on unwrapped."""
+def header(scope: dict[str, Any], name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value
+    return None
 
-    def __init__(self, inner: Any):
-        self.inner = inner
-        self.session_store = import_module(settings.SESSION_ENGINE).SessionStore
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
-        cookies = parse_cookie(dict(scope.get("headers", ())).get(b"cookie", b"").decode("latin-1"))
-        session_key = cookies.get(settings.SESSION_COOKIE_NAME)
-        user = await get_user({"session": self.session_store(session_key)}) if session_key else AnonymousUser()
-        login = session_key if user.is_authenticated else None
-        return await self.inner(dict(scope, user=user, **{"todoweb.login": login}), receive, send)
+async def viewer_of(scope: dict[str, Any]) -> tuple[Any, str | None]:
+    """The socket's user (AnonymousUser without a valid session) and, for a logged-in
+    user, the key of their login session, which the hub checks again while the socket
+    stays open (todoweb.access)."""
+    cookies = parse_cookie((header(scope, b"cookie") or b"").decode("latin-1"))
+    session_key = cookies.get(settings.SESSION_COOKIE_NAME)
+    if not session_key:
+        return AnonymousUser(), None
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    user = await get_user({"session": store(session_key)})
+    return user, session_key if user.is_authenticated else None
+
+
+@cache
+def origins() -> OriginValidator:
+    # Channels' check of the Origin header against ALLOWED_HOSTS (with DEBUG and no
+    # ALLOWED_HOSTS, localhost's); only its check is used, not its application.
+    return AllowedHostsOriginValidator(None)
+
+
+def allowed_origin(scope: dict[str, Any]) -> bool:
+    """Whether the socket's Origin is the site's own, as Channels' origin validator
+    decides (a socket without one is refused)."""
+    origin = header(scope, b"origin")
+    return origins().valid_origin(urlparse(origin.decode("latin-1")) if origin is not None else None)
