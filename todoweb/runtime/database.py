@@ -10,20 +10,29 @@ own connection from the pool, given back when the work ends, so that those waits
 overlap. SQLite takes one writer at a time whatever the threads, so it keeps the one
 thread.
 
+Under the server, the one thread is asgiref's thread for thread-sensitive code, and
+work goes there straight through the loop's executor: asgiref's own way (a shielded
+future, the task's context copied to the thread and every asgiref Local copied back
+into the task) was 15% of the CPU of a hook with nothing to tell, and left 0.5 KB of
+copied context in every websocket's task. Where asgiref would choose another thread
+(a synchronous caller waiting on the loop, as a test is), its way is taken.
+
 `write_lock`: on SQLite, every writer of a process (the database thread, the webhook
 worker) queues on one lock before it writes.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from functools import cache
+from functools import cache, partial
 from typing import ParamSpec, TypeVar
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 from django.conf import settings
 from django.db import connection
 
@@ -40,9 +49,27 @@ async def in_database_thread(func: Callable[P, R], *args: P.args, **kwargs: P.kw
     global _in_flight
     _in_flight += 1
     try:
-        return await runner(func, settings.TODOWEB_DB_THREADS)(*args, **kwargs)
+        threads = settings.TODOWEB_DB_THREADS
+        if threads <= 1 and asgiref_uses_its_one_thread():
+            # Where asgiref would run it, without its wrapping: in a copy of this task's
+            # context, and nothing copied back into the task's.
+            call = partial(contextvars.copy_context().run, releasing(func), *args, **kwargs)
+            return await asyncio.get_running_loop().run_in_executor(SyncToAsync.single_thread_executor, call)
+        return await runner(func, threads)(*args, **kwargs)
     finally:
         _in_flight -= 1
+
+
+def asgiref_uses_its_one_thread() -> bool:
+    """Whether asgiref runs thread-sensitive code on this loop in its one thread for
+    the process, as under the server: no synchronous caller waits on the loop for it
+    (a test's, through async_to_sync) and no request has a thread of its own (Django's
+    ThreadSensitiveContext)."""
+    return (
+        getattr(AsyncToSync.executors, "current", None) is None
+        and SyncToAsync.thread_sensitive_context.get(None) is None
+        and asyncio.get_running_loop() not in AsyncToSync.loop_thread_executors
+    )
 
 
 def calls_in_flight() -> int:
@@ -55,8 +82,8 @@ def calls_in_flight() -> int:
 def runner(func: Callable[P, R], threads: int) -> Callable[P, Awaitable[R]]:
     # Made once per function: wrapping costs more than a thread hop.
     if threads <= 1:
-        return sync_to_async(releasing_connection(func))
-    return sync_to_async(releasing_connection(func), thread_sensitive=False, executor=executor(threads))
+        return sync_to_async(releasing(func))
+    return sync_to_async(releasing(func), thread_sensitive=False, executor=executor(threads))
 
 
 @cache
@@ -64,7 +91,8 @@ def executor(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="todoweb-db")
 
 
-def releasing_connection(func: Callable[P, R]) -> Callable[P, R]:
+@cache
+def releasing(func: Callable[P, R]) -> Callable[P, R]:
     """`func`, then what Django does with a connection at the end of a request: a
     pooled one goes back to the pool, a broken one is discarded. (The agents' route
     sends no request_finished, which would do it in a hop of its own.) A connection
