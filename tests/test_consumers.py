@@ -272,6 +272,25 @@ async def test_it_answers_a_ping_and_ignores_other_frames(member, session):
     await ws.disconnect()
 
 
+async def test_a_socket_s_messages_make_no_trip_to_the_database_thread(member, session, monkeypatch):
+    """Channels closes old connections in the database thread before every message; the
+    board's sockets give theirs back after each piece of work instead."""
+    from channels import consumer
+
+    trips = []
+
+    async def noting():
+        trips.append(True)
+
+    monkeypatch.setattr(consumer, "aclose_old_connections", noting)
+    ws, _, _ = await connect(f"/ws/sessions/{session.public_id}/", user=member)
+    await ws.receive_json_from(TIMEOUT)
+    await ws.send_json_to({"type": "ping"})
+    assert await ws.receive_json_from(TIMEOUT) == {"type": "pong"}
+    assert trips == []
+    await ws.disconnect()
+
+
 async def test_it_refuses_an_anonymous_visitor(session):
     _, connected, code = await connect(f"/ws/sessions/{session.public_id}/")
     assert not connected and code == 4403
