@@ -158,15 +158,18 @@ async def test_a_socket_has_every_attribute_from_its_creation(member, session, m
 @pytest.mark.parametrize("path", ["session", "dashboard"])
 async def test_an_accepted_socket_lets_go_of_its_request_headers(member, session, path):
     """Once the cookie and the origin have let a socket in, its scope keeps no headers
-    (they would stay for the socket's whole life)."""
+    (they would stay for the socket's whole life); and the consumer keeps the scope the
+    server made, not a copy with the viewer added."""
     headers = [(b"host", b"testserver"), (b"origin", b"http://testserver")]
     headers.append((b"cookie", f"sessionid={await sync_to_async(cookie_for)(member)}".encode()))
     url = f"/ws/sessions/{session.public_id}/" if path == "session" else "/ws/dashboard/"
     ws = WebsocketCommunicator(application, url, headers=headers)
+    keys = set(ws.scope)
     connected, _ = await ws.connect(timeout=TIMEOUT)
     assert connected
     await ws.receive_json_from(TIMEOUT)
     assert ws.scope["headers"] is headers and headers == []
+    assert set(ws.scope) == keys  # the server's scope, not copied to be added to
     await ws.disconnect()
 
 

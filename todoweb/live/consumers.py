@@ -82,6 +82,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.viewer: Viewer | None = None
         self.sender: asyncio.Task | None = None
         self.timers: dict[str, Alarm] = {}
+        # Who is watching (set when the socket connects): the Django user, and the key of
+        # their login session (None: not logged in).
+        self.user: Any = None
+        self.login: str | None = None
         # Under todoweb's own websocket protocol, how to send a frame at once (None: another server).
         self.send_now: Any = None
 
@@ -113,7 +117,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if not allowed_origin(self.scope):
             await self.close()  # the handshake is refused (403), as Channels' origin validator does
             return
-        self.scope["user"], self.scope["todoweb.login"] = await viewer_of(self.scope)
+        self.user, self.login = await viewer_of(self.scope)
         self.send_now = self.scope.get("extensions", {}).get(SEND_NOW, {}).get("send")
         await super().websocket_connect(message)
 
@@ -259,9 +263,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
 class SessionConsumer(LiveConsumer):
     """`/ws/sessions/<public_id>/`: one session's snapshots and state changes."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, public_id: str = "", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.public_id = ""
+        self.public_id = public_id
         self.share_link_id: int | None = None
         self.sent = -1  # the revision this socket shows
         self.state = ""
@@ -276,12 +280,11 @@ class SessionConsumer(LiveConsumer):
         self.idle_armed_for: datetime | None = None
 
     async def connect(self) -> None:
-        self.public_id = self.scope["url_route"]["kwargs"]["public_id"]
         # Watch before reading: a revision, or a revocation of the share link,
         # committed in between still reaches this socket.
         await self.watch(events.session_group(self.public_id))
         share = parse_qs(self.scope.get("query_string", b"").decode()).get("share", [None])[0]
-        found = await in_database_thread(viewer_snapshot, self.scope.get("user"), self.public_id, share)
+        found = await in_database_thread(viewer_snapshot, self.user, self.public_id, share)
         if found is None:
             await self.close(code=FORBIDDEN)
             return
@@ -295,8 +298,7 @@ class SessionConsumer(LiveConsumer):
             self.admit(Viewer(link=link.pk, session=self.public_id))
             self.set_timer("expiry", link.expires_at, self.end_share)
         else:
-            user = self.scope["user"]
-            self.admit(Viewer(user=user.pk, login=self.scope.get("todoweb.login"), project=project_id))
+            self.admit(Viewer(user=self.user.pk, login=self.login, project=project_id))
         if self.lost_code is not None:
             await self.hang_up(self.lost_code)
             return
@@ -400,7 +402,7 @@ class DashboardConsumer(LiveConsumer):
         self.idle_deadline: datetime | None = None
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
+        user = self.user
         if user is None or not user.is_authenticated:
             await self.close(code=FORBIDDEN)
             return
@@ -408,7 +410,7 @@ class DashboardConsumer(LiveConsumer):
         await self.watch(*dashboard_groups(projects))
         summaries = await in_database_thread(dashboard_summaries, user)
         await self.accept()
-        self.admit(Viewer(user=user.pk, login=self.scope.get("todoweb.login"), dashboard=True, projects=projects))
+        self.admit(Viewer(user=user.pk, login=self.login, dashboard=True, projects=projects))
         for summary in summaries:
             self.known[summary["id"]] = {"summary": summary} | events.SessionSummary(session=summary).route()
             process_hub().saw(summary["id"], summary["revision"])
