@@ -402,15 +402,14 @@ class DashboardConsumer(LiveConsumer):
         self.idle_deadline: datetime | None = None
 
     async def connect(self) -> None:
-        user = self.user
-        if user is None or not user.is_authenticated:
+        if self.user is None or not self.user.is_authenticated:
             await self.close(code=FORBIDDEN)
             return
-        projects = await in_database_thread(dashboard_scope, user)
+        projects = await in_database_thread(dashboard_scope, self.user)
         await self.watch(*dashboard_groups(projects))
-        summaries = await in_database_thread(dashboard_summaries, user)
+        summaries = await in_database_thread(dashboard_summaries, self.user)
         await self.accept()
-        self.admit(Viewer(user=user.pk, login=self.login, dashboard=True, projects=projects))
+        self.admit(Viewer(user=self.user.pk, login=self.login, dashboard=True, projects=projects))
         for summary in summaries:
             self.known[summary["id"]] = {"summary": summary} | events.SessionSummary(session=summary).route()
             process_hub().saw(summary["id"], summary["revision"])

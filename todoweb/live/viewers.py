@@ -22,20 +22,14 @@ from django.contrib.auth.models import AnonymousUser
 from django.http.cookie import parse_cookie
 
 from todoweb.runtime.database import in_database_thread
-
-
-def header(scope: dict[str, Any], name: bytes) -> bytes | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return value
-    return None
+from todoweb.runtime.handlers import scope_header
 
 
 async def viewer_of(scope: dict[str, Any]) -> tuple[Any, str | None]:
     """The socket's user (AnonymousUser without a valid session) and, for a logged-in
     user, the key of their login session, which the hub checks again while the socket
     stays open (todoweb.access)."""
-    cookies = parse_cookie((header(scope, b"cookie") or b"").decode("latin-1"))
+    cookies = parse_cookie(scope_header(scope, b"cookie") or "")
     session_key = cookies.get(settings.SESSION_COOKIE_NAME)
     if not session_key:
         return AnonymousUser(), None
@@ -60,5 +54,5 @@ def origins() -> OriginValidator:
 def allowed_origin(scope: dict[str, Any]) -> bool:
     """Whether the socket's Origin is the site's own, as Channels' origin validator
     decides (a socket without one is refused)."""
-    origin = header(scope, b"origin")
-    return origins().valid_origin(urlparse(origin.decode("latin-1")) if origin is not None else None)
+    origin = scope_header(scope, b"origin")
+    return origins().valid_origin(urlparse(origin) if origin is not None else None)

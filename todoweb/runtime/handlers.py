@@ -78,6 +78,11 @@ def has_nul(scope: dict[str, Any]) -> bool:
     return "\x00" in scope["path"] or b"%00" in query or b"\x00" in query
 
 
+def scope_header(scope: dict[str, Any], name: bytes) -> str | None:
+    """The first value of the request's header `name` (lower case), as text."""
+    return next((value.decode("latin-1") for key, value in scope["headers"] if key == name), None)
+
+
 NUL_MESSAGE = "The URL may not contain the NUL character (%00)"
 
 

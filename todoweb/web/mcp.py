@@ -52,7 +52,7 @@ from todoweb.calls.envelopes import ToolCall
 from todoweb.calls.errors import ApiError, TodowebError
 from todoweb.models import ApiToken
 from todoweb.runtime.database import in_database_thread
-from todoweb.runtime.handlers import MCP_PATH
+from todoweb.runtime.handlers import MCP_PATH, scope_header
 from todoweb.web.api.body import too_large
 from todoweb.web.api.lookups import check_key
 from todoweb.web.api.tools import tool_definitions
@@ -162,17 +162,13 @@ def session_key(ctx: Any) -> str | None:
 
 
 def named_session(scope: dict[str, Any]) -> str | None:
-    return query_value(scope, "session") or header(scope, b"session")
-
-
-def header(scope: dict[str, Any], name: bytes) -> str | None:
-    return next((value.decode("latin-1") for key, value in scope["headers"] if key == name), None)
+    return query_value(scope, "session") or scope_header(scope, b"session")
 
 
 def stateless_version(scope: dict[str, Any]) -> str | None:
     """The protocol version the request speaks when it is one without a handshake
     (2026-07-28 on, or one unknown to the SDK), else None."""
-    version = header(scope, VERSION_HEADER)
+    version = scope_header(scope, VERSION_HEADER)
     return version if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS else None
 
 
@@ -258,7 +254,7 @@ async def read_body(scope: dict[str, Any], receive: Any) -> bytes:
     """The request body, or the API's 413 as soon as it is known to be over the limit
     (by its Content-Length, else once that much has arrived)."""
     limit = settings.TODOWEB_MAX_BODY_BYTES
-    length = header(scope, b"content-length")
+    length = scope_header(scope, b"content-length")
     if length is not None and length.isdigit() and int(length) > limit:
         raise too_large(int(length))
     chunks, size = [], 0
@@ -390,7 +386,7 @@ async def send_json(send: Any, status: int, body: Any, headers: list[tuple[bytes
 def with_session_id(scope: dict[str, Any], message: Any, send: Any) -> Any:
     """`send`, adding a new Mcp-Session-Id to the answer of an `initialize` (the client
     keeps it and sends it back on every request)."""
-    if message_method(message) != "initialize" or header(scope, SESSION_HEADER) is not None:
+    if message_method(message) != "initialize" or scope_header(scope, SESSION_HEADER) is not None:
         return send
 
     async def send_with_session_id(message: dict[str, Any]) -> None:
