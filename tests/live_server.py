@@ -9,7 +9,7 @@ import time
 
 import uvicorn
 
-from todoweb.runtime.server import protocols
+from todoweb.runtime.server import uvicorn_options
 
 
 class LiveServer:
@@ -31,7 +31,7 @@ class LiveServer:
             port=self.port,
             log_level="warning",
             lifespan="off",
-            **protocols(),  # the production ones: frames for many sockets written at once
+            **uvicorn_options(),  # the production protocols: frames for many sockets written at once
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -81,3 +81,16 @@ async def test_unknown_paths_and_methods_under_the_api_answer_in_its_error_shape
     body = error_of(wrong, 405, "method_not_allowed")
     assert body["error"]["details"] == {"allowed": ["POST"]} and wrong.headers["Allow"] == "POST"
     assert body["error"]["message"] == "Method not allowed: PUT /api/v1/sessions/s1/tool; it takes POST"
+
+
+@pytest.mark.parametrize("proxy, scheme", [("127.0.0.1", "https"), ("203.0.113.7", "http")])
+async def test_the_scheme_a_trusted_proxy_forwards_is_the_requests(token, proxy, scheme):
+    """Behind a proxy at an address in FORWARDED_ALLOW_IPS (127.0.0.1 by default), an
+    answer's links take the scheme it forwards; from any other address, not."""
+    bearer = {"Authorization": f"Bearer {token}", "X-Forwarded-Proto": "https"}
+    transport = httpx.ASGITransport(app=application, client=(proxy, 5000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        await client.post("/api/v1/sessions/s1/tool", json={"tool": "TodoWrite", "input": PLAN}, headers=bearer)
+        share = await client.post("/api/v1/sessions/s1/share", json={}, headers=bearer)
+    assert share.status_code == 201, share.content
+    assert share.json()["url"].startswith(f"{scheme}://127.0.0.1/s/")

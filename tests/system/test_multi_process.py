@@ -272,8 +272,8 @@ def test_a_staff_dashboard_on_b_sees_a_session_created_on_a(two_servers: TwoServ
 
 
 def login_attempt(server: Server, username: str, password: str, *, address: str) -> httpx.Response:
-    """A login through the form, from `address` as the proxy in front says (uvicorn trusts
-    X-Forwarded-For from 127.0.0.1, as `serve` is set up behind a proxy)."""
+    """A login through the form, from `address` as the proxy in front says (todoweb trusts
+    X-Forwarded-For from 127.0.0.1, as it is set up behind a proxy)."""
     with httpx.Client(base_url=server.url, timeout=HTTP_TIMEOUT, headers={"X-Forwarded-For": address}) as http:
         login = http.get("/accounts/login/")
         form = {"username": username, "password": password, "csrfmiddlewaretoken": http.cookies["csrftoken"]}

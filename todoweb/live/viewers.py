@@ -25,6 +25,10 @@ from todoweb.runtime.database import in_database_thread
 from todoweb.runtime.handlers import scope_header
 
 
+# AnonymousUser keeps nothing of its own: one serves every socket without a login.
+ANONYMOUS = AnonymousUser()
+
+
 async def viewer_of(scope: dict[str, Any]) -> tuple[Any, str | None]:
     """The socket's user (AnonymousUser without a valid session) and, for a logged-in
     user, the key of their login session, which the hub checks again while the socket
@@ -32,7 +36,7 @@ async def viewer_of(scope: dict[str, Any]) -> tuple[Any, str | None]:
     cookies = parse_cookie(scope_header(scope, b"cookie") or "")
     session_key = cookies.get(settings.SESSION_COOKIE_NAME)
     if not session_key:
-        return AnonymousUser(), None
+        return ANONYMOUS, None
     user = await in_database_thread(user_of, session_key)
     return user, session_key if user.is_authenticated else None
 

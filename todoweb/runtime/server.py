@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import os
 import struct
 import sys
 import zlib
@@ -83,6 +82,11 @@ class SharedDeflateFactory(ServerPerMessageDeflateFactory):
         return response, shared
 
 
+# The extensions offered on every socket: the factory keeps nothing of a socket's, so
+# one serves them all (one each was 0.2 KB a socket for its life).
+EXTENSIONS = [SharedDeflateFactory()]
+
+
 # The ASGI extension (in a websocket's scope) by which todoweb's consumers send a frame
 # at once: {"send": WebSocketProtocol.send_now}.
 SEND_NOW = "todoweb.websocket.send_now"
@@ -109,8 +113,11 @@ def shared_frame(text: str, window_bits: int | None) -> bytes:
 class ReceiveQueue:
     """What uvicorn's websocket protocol uses of asyncio.Queue (put_nowait, get,
     empty), in two lists: an asyncio.Queue keeps three deques and an Event with a
-    fourth, 2.9 KB a socket for its whole life. A put wakes every waiting get, and
-    each takes an item if one is left (a socket has one reader, the app)."""
+    fourth, 2.9 KB a socket for its whole life. `get` returns a future, not a
+    coroutine, so a socket waiting for its next message keeps no frame for it; an
+    item goes straight to the get waiting for it. A get cancelled after it was handed
+    an item loses it: the one reader is the socket's app, whose task is cancelled only
+    when the socket is done."""
 
     __slots__ = ("items", "getters")
 
@@ -119,16 +126,23 @@ class ReceiveQueue:
         self.getters: list[asyncio.Future] = []
 
     def put_nowait(self, item: Any) -> None:
+        while self.getters:
+            getter = self.getters.pop(0)
+            if not getter.done():  # not cancelled
+                getter.set_result(item)
+                return
         self.items.append(item)
-        wake(self.getters)
 
     def empty(self) -> bool:
         return not self.items
 
-    async def get(self) -> Any:
-        while not self.items:
-            await woken(self.getters)
-        return self.items.pop(0)
+    def get(self) -> asyncio.Future:
+        getter = asyncio.get_running_loop().create_future()
+        if self.items:
+            getter.set_result(self.items.pop(0))
+        else:
+            self.getters.append(getter)
+        return getter
 
 
 class Flag:
@@ -187,11 +201,31 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
       otherwise);
     - its receive queue and its writable flag keep lists, not deques (3.6 KB a socket);
     - its keep-alive ping waits on a shared alarm, not a timer of its own (0.5 KB);
+    - what is the same for every socket of the server is kept in slots, so that fewer
+      than 30 attributes are left in its `__dict__`: past 30, CPython stops sharing an
+      instance dict's keys with the class's other instances, and each socket's dict
+      took 1.6 KB;
     - the app may send a frame at once, written from bytes made once for all sockets
       (`send_now`, offered in the scope's extensions as SEND_NOW): a live frame for a
       thousand watchers costs a thousand writes, not a thousand ASGI sends, tasks and
       frame encodings.
     """
+
+    __slots__ = (
+        "config",
+        "app",
+        "loop",
+        "logger",
+        "root_path",
+        "asgi_version",
+        "app_state",
+        "connections",
+        "tasks",
+        "default_headers",
+        "close_timeout",
+        "ping_interval",
+        "ping_timeout",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -200,7 +234,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         self.writable.set()
         if self.config.ws_per_message_deflate:
             self.conn = ServerProtocol(
-                extensions=[SharedDeflateFactory()],
+                extensions=EXTENSIONS,
                 max_size=self.config.ws_max_size,
                 logger=logging.getLogger("uvicorn.error"),
             )
@@ -220,8 +254,9 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         await super().send(message)
         if self.handshake_complete and getattr(self, "response", None) is not None:
             # The websockets library's parser keeps the request in its frame for the
-            # connection's life: its headers go (the scope has a copy of its own).
+            # connection's life: what it holds goes (the scope has copies of its own).
             self.request.headers.clear()
+            self.request.path = self.request.method = self.request.protocol = ""
             self.request = self.response = None
 
     def schedule_ping(self) -> None:
@@ -299,19 +334,22 @@ def untested_versions() -> dict[str, str]:
     return {name: version for name, version in installed.items() if version != TESTED_VERSIONS[name]}
 
 
-def protocols() -> dict[str, str]:
-    """uvicorn's `http` and `ws` options: todoweb's protocols on the tested versions,
-    uvicorn's own on others."""
+def uvicorn_options() -> dict[str, Any]:
+    """uvicorn's options for todoweb's application: todoweb's protocols on the tested
+    versions (uvicorn's own on others), and none of uvicorn's proxy-header handling:
+    the application applies it to HTTP itself (runtime.handlers)."""
     untested = untested_versions()
     if not untested:
-        return {"http": "todoweb.runtime.server:HttpProtocol", "ws": "todoweb.runtime.server:WebSocketProtocol"}
-    logging.getLogger(__name__).warning(
-        "%s: not the versions todoweb's protocols were tested with (%s); serving with uvicorn's own "
-        "(live frames are compressed once per socket, not once for all)",
-        ", ".join(f"{name} {version}" for name, version in untested.items()),
-        ", ".join(f"{name} {version}" for name, version in TESTED_VERSIONS.items()),
-    )
-    return {"http": "httptools", "ws": "websockets-sansio"}
+        protocols = {"http": "todoweb.runtime.server:HttpProtocol", "ws": "todoweb.runtime.server:WebSocketProtocol"}
+    else:
+        logging.getLogger(__name__).warning(
+            "%s: not the versions todoweb's protocols were tested with (%s); serving with uvicorn's own "
+            "(live frames are compressed once per socket, not once for all)",
+            ", ".join(f"{name} {version}" for name, version in untested.items()),
+            ", ".join(f"{name} {version}" for name, version in TESTED_VERSIONS.items()),
+        )
+        protocols = {"http": "httptools", "ws": "websockets-sansio"}
+    return protocols | {"proxy_headers": False}
 
 
 def tuned_application() -> Any:
@@ -339,11 +377,7 @@ def serve(*, host: str, port: int, workers: int = 1, log_level: str = "info") ->
         host=host,
         port=port,
         workers=workers,
-        **protocols(),
+        **uvicorn_options(),
         lifespan="off",
         log_level=log_level,
-        # Behind a proxy: client addresses and the scheme from X-Forwarded-*, trusted
-        # from the addresses in FORWARDED_ALLOW_IPS (uvicorn's own variable).
-        proxy_headers=True,
-        forwarded_allow_ips=os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
     )

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from asgiref.sync import markcoroutinefunction
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 from django.db.models import QuerySet
@@ -180,11 +181,15 @@ def start() -> bool:
 
 
 def started_by(application):
-    """The ASGI application, starting the worker on its first call."""
+    """The ASGI application, starting the worker on its first call. It returns the
+    application's coroutine rather than awaiting it: a websocket keeps no frame of it
+    for its life. It is marked a coroutine function, as servers tell an ASGI 3
+    application by that."""
 
-    async def app(scope, receive, send):
+    @markcoroutinefunction
+    def app(scope, receive, send):
         if not _started:
             start()
-        return await application(scope, receive, send)
+        return application(scope, receive, send)
 
     return app
