@@ -24,7 +24,6 @@ from django.http.cookie import parse_cookie
 from todoweb.runtime.database import in_database_thread
 from todoweb.runtime.handlers import scope_header
 
-
 # AnonymousUser keeps nothing of its own: one serves every socket without a login.
 ANONYMOUS = AnonymousUser()
 
