@@ -38,6 +38,9 @@ SECRET_KEY = os.environ.get("SECRET_KEY") or DEVELOPMENT_SECRET_KEY
 DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+# Behind a proxy: the addresses whose X-Forwarded-For and X-Forwarded-Proto are taken
+# as the client's address and scheme (uvicorn's variable; "*" trusts any).
+FORWARDED_ALLOW_IPS = env_list("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

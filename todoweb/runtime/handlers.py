@@ -9,11 +9,11 @@ to a handler without them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable
 from typing import Any
 
 import orjson
+from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
@@ -174,4 +174,4 @@ def http_application(browser: ASGIHandler) -> Any:
     # X-Forwarded-Proto, trusted from the addresses in FORWARDED_ALLOW_IPS (uvicorn's
     # variable and middleware). Here, not in the server: the sockets read neither, and
     # a socket kept the middleware's frame for its whole life (0.3 KB).
-    return ProxyHeadersMiddleware(route, trusted_hosts=os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"))
+    return ProxyHeadersMiddleware(route, trusted_hosts=settings.FORWARDED_ALLOW_IPS)
