@@ -29,12 +29,12 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from functools import cache, partial
+from functools import cache
 from typing import ParamSpec, TypeVar
 
 from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -53,8 +53,11 @@ async def in_database_thread(func: Callable[P, R], *args: P.args, **kwargs: P.kw
         if threads <= 1 and asgiref_uses_its_one_thread():
             # Where asgiref would run it, without its wrapping: in a copy of this task's
             # context, and nothing copied back into the task's.
-            call = partial(contextvars.copy_context().run, releasing(func), *args, **kwargs)
-            return await asyncio.get_running_loop().run_in_executor(SyncToAsync.single_thread_executor, call)
+            # The executor's future, wrapped as run_in_executor does, without its check
+            # that `func` is no coroutine function (inspect's, on every call).
+            context = contextvars.copy_context()
+            submitted = SyncToAsync.single_thread_executor.submit(context.run, releasing(func), *args, **kwargs)
+            return await asyncio.wrap_future(submitted)
         return await runner(func, threads)(*args, **kwargs)
     finally:
         _in_flight -= 1
@@ -102,8 +105,9 @@ def releasing(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         finally:
-            if not connection.in_atomic_block:
-                connection.close_if_unusable_or_obsolete()
+            db = connections[DEFAULT_DB_ALIAS]  # looked up once: `connection` looks it up on every read
+            if not db.in_atomic_block:
+                db.close_if_unusable_or_obsolete()
 
     return run
 

@@ -177,11 +177,12 @@ def append(new: NewRevision) -> events.Frames:
     if session.pk is None:
         session.created_at = revision.created_at
     summary = session_summary(session, now=revision.created_at)
-    if connection.vendor == "postgresql" and session.pk is not None and not hooks:
+    updates_on_postgresql = session.pk is not None and connection.vendor == "postgresql"
+    if updates_on_postgresql and not hooks:
         # One statement, atomic without a transaction: one round trip.
         if not sql.advance_and_insert(session, new.changed, revision, new.told):
             raise Conflict()
-    elif connection.vendor == "postgresql" and session.pk is not None:
+    elif updates_on_postgresql:
         with transaction.atomic():
             if not sql.advance_and_insert(session, new.changed, revision, new.told):
                 raise Conflict()
