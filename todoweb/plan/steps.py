@@ -24,7 +24,7 @@ MARKERS = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Item:
     """One step in canonical form, as a dialect reads or writes it."""
 

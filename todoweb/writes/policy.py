@@ -26,8 +26,7 @@ def apply_policy(project: Project, items: list[Item]) -> list[Warning]:
         )
     limit = project.max_content_chars
     for index, item in enumerate(items):
-        for field in ("content", "active_form", "notes"):
-            value = getattr(item, field)
+        for field, value in (("content", item.content), ("active_form", item.active_form), ("notes", item.notes)):
             if value is not None and len(value) > limit:
                 raise InvalidInput(
                     f"Item at index {index}: {field} is {len(value)} characters long; "
