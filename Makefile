@@ -57,6 +57,7 @@ bench: $(STAMP)  ## Run the benchmarks under bench/ (about 17 minutes; PostgreSQ
 	$(PY) bench/cost.py
 	$(PY) bench/ingest.py
 	$(PY) bench/peer.py  # todoweb's side; --peer PATH puts the peer dashboard beside it
+	@if command -v valgrind >/dev/null; then $(PY) bench/instructions.py; else echo 'bench/instructions.py skipped: valgrind is not installed'; fi
 	$(PY) bench/steering.py
 	$(PY) bench/fanout.py
 	$(PY) bench/fanout.py --rates 20 --watchers 10000
