@@ -1,6 +1,7 @@
-"""A revision's plan, call input and kept first answer are stored zlib-compressed: what
-is read back is what was written (key order, Chinese, emoji, big integers), replays
-answer the same bytes, and the migration converts a database written before."""
+"""A revision's plan, call input and kept first answer are stored compressed (zstd;
+zlib before): what is read back is what was written (key order, Chinese, emoji, big
+integers), replays answer the same bytes, values written as zlib are still read, and
+the migration converts a database written before."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from tests.conftest import Api
-from todoweb.fields import CompressedJSONField, Serialised
+from todoweb.fields import ZSTD_MAGIC, CompressedJSONField, Serialised, decompress
 from todoweb.models import Revision
 
 PLAN = [
@@ -44,6 +45,20 @@ def test_values_come_back_as_written():
     assert field.get_prep_value(None) is None and field.from_db_value(None, None, connection) is None
 
 
+def test_values_written_as_zlib_streams_are_still_read(api: Api):
+    api.post("/api/v1/sessions/s1/tool", {"tool": "TodoWrite", "id": "call-1", "input": {"todos": PLAN}})
+    revision = Revision.objects.get(session__key="s1")
+    written = zlib.compressobj(1, zlib.DEFLATED, 13, 4)  # how todoweb compressed before zstd
+    old_plan = written.compress(json.dumps(revision.todos).encode()) + written.flush()
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE todoweb_revision SET todos = %s WHERE id = %s", [old_plan, revision.pk])
+    assert not stored(revision.pk, "todos").startswith(ZSTD_MAGIC)
+    assert Revision.objects.get(pk=revision.pk).todos == revision.todos
+    again = api.post("/api/v1/sessions/s1/tool", {"tool": "TodoWrite", "id": "call-2", "input": {"todos": PLAN[:1]}})
+    assert again.status_code == 200, again.content
+    assert [change["to"] for change in again.json()["data"]["changes"]] == [None]
+
+
 def test_a_revision_stores_its_answer_compressed_and_a_replay_answers_the_same_bytes(api: Api):
     first = api.post("/api/v1/sessions/s1/tool", {"tool": "TodoWrite", "id": "call-1", "input": {"todos": PLAN}})
     again = api.post("/api/v1/sessions/s1/tool", {"tool": "TodoWrite", "id": "call-1", "input": {"todos": PLAN}})
@@ -56,7 +71,8 @@ def test_a_revision_stores_its_answer_compressed_and_a_replay_answers_the_same_b
     assert not stored(revision.pk, "todos").startswith(b"[")
     assert list(revision.response) == ["ok", "tool", "dialect", "output", "data"]
     answer = stored(revision.pk, "response")
-    assert zlib.decompress(answer).startswith(b'{"ok":true,"tool":"TodoWrite"')
+    assert answer.startswith(ZSTD_MAGIC)
+    assert decompress(answer).startswith(b'{"ok":true,"tool":"TodoWrite"')
     assert len(answer) < len(first.content) / 2
 
 
@@ -83,7 +99,7 @@ def test_the_migration_compresses_what_was_stored_before_and_back():
         new = MigrationExecutor(connection).loader.project_state(after).apps
         revision = new.get_model("todoweb", "Revision").objects.get()
         assert (revision.todos, revision.raw_input, revision.response) == (steps, raw, response)
-        assert json.loads(zlib.decompress(stored(revision.pk, "raw_input"))) == raw
+        assert json.loads(decompress(stored(revision.pk, "raw_input"))) == raw
         executor = MigrationExecutor(connection)
         executor.migrate(before)
         back = MigrationExecutor(connection).loader.project_state(before).apps

@@ -131,9 +131,13 @@ def describe(dialect: str, tool: str) -> str:
     return (DESCRIPTIONS_DIR / dialect / f"{tool}.md").read_text(encoding="utf-8").strip()
 
 
+# Made once: json.dumps makes an encoder on each call with options of its own.
+COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def compact_json(value: Any) -> str:
     """JSON as JavaScript's JSON.stringify writes it (no spaces, raw Unicode)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return COMPACT.encode(value)
 
 
 def json_error(raw: str) -> str:
