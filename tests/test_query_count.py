@@ -48,3 +48,13 @@ def test_it_answers_a_replay_in_two_queries_and_writes_nothing(api):
     assert len(replay) <= MAX_QUERIES_PER_REPLAY, replay
     # The token, the session and the earlier answer, in one read.
     assert len(replay) == 1 and replay[0].startswith("SELECT"), replay
+
+
+@pytest.mark.django_db
+def test_a_revision_writes_only_the_indexes_its_reads_need():
+    """Each index is a page more to write on every revision: the session's revisions are
+    found through the unique (session, number) index, which leads with the session."""
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, "todoweb_revision")
+    indexed = sorted(tuple(c["columns"]) for c in constraints.values() if (c["index"] or c["unique"]) and not c["primary_key"])
+    assert indexed == [("session_id", "idempotency_key"), ("session_id", "number")]
