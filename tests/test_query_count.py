@@ -56,5 +56,7 @@ def test_a_revision_writes_only_the_indexes_its_reads_need():
     found through the unique (session, number) index, which leads with the session."""
     with connection.cursor() as cursor:
         constraints = connection.introspection.get_constraints(cursor, "todoweb_revision")
-    indexed = sorted(tuple(c["columns"]) for c in constraints.values() if (c["index"] or c["unique"]) and not c["primary_key"])
+    indexed = sorted(
+        tuple(c["columns"]) for c in constraints.values() if (c["index"] or c["unique"]) and not c["primary_key"]
+    )
     assert indexed == [("session_id", "idempotency_key"), ("session_id", "number")]
