@@ -72,7 +72,7 @@ class CompressedJSONField(models.BinaryField):
     no integer beyond 64 bits, and are read with orjson (4x faster than json for a
     10-step plan). An agent's input and an answer that quotes it may hold one."""
 
-    description = "JSON, zlib-compressed"
+    description = "JSON, compressed (zstd)"
 
     def __init__(self, *args: Any, wide_integers: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
