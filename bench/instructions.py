@@ -37,7 +37,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT, SECRET_KEY
+from peer import hook_event
+
 KINDS = ("hook", "quiet hook", "healthz")
 WARM_UP = 100
 
@@ -122,7 +124,7 @@ def client(kind: str, requests: int) -> None:
     tmp = tempfile.mkdtemp()
     os.environ |= {
         "DJANGO_SETTINGS_MODULE": "todoweb.settings",
-        "SECRET_KEY": "benchmarks-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
+        "SECRET_KEY": SECRET_KEY,
         "DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3",
         "TODOWEB_RATE_LIMIT": "0",
         "TODOWEB_WEBHOOK_WORKER": "0",
@@ -153,7 +155,7 @@ async def request(application, kind: str, token: str, n: int) -> None:  # noqa: 
     if kind == "healthz":
         method, path, body = "GET", "/healthz", b""
     else:
-        method, path, body = "POST", "/api/v1/hooks/claude-code", json.dumps(hook_event(kind, n)).encode()
+        method, path, body = "POST", "/api/v1/hooks/claude-code", json.dumps(event(kind, n)).encode()
     headers = [(b"host", b"127.0.0.1:8000"), (b"authorization", f"Bearer {token}".encode())]
     headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     scope = {
@@ -189,28 +191,12 @@ async def request(application, kind: str, token: str, n: int) -> None:  # noqa: 
         raise SystemExit(f"{kind}: {sent[0]['status']} {sent[-1].get('body', b'')[:500]!r}")
 
 
-def hook_event(kind: str, n: int) -> dict:
-    session = f"bench-{n % 64}"
-    event = {
-        "session_id": session,
-        "transcript_path": f"/tmp/{session}.jsonl",
-        "cwd": "/work/shop",
-        "permission_mode": "default",
-        "hook_event_name": "PostToolUse",
-        "tool_use_id": f"toolu_{n}",
-    }
+def event(kind: str, n: int) -> dict:
+    """The n-th hook event of a kind: 64 sessions, each working through its plan."""
+    todo_write = hook_event(f"bench-{n % 64}", f"toolu_{n}", done=(n // 64) % 11)
     if kind == "quiet hook":
-        return event | {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a\n"}}
-    done = (n // 64) % 11
-    todos = [
-        {
-            "content": f"Step {k} of the plan",
-            "status": "completed" if k < done else "in_progress" if k == done else "pending",
-            "activeForm": f"Doing step {k}",
-        }
-        for k in range(10)
-    ]
-    return event | {"tool_name": "TodoWrite", "tool_input": {"todos": todos}, "tool_response": {}}
+        return todo_write | {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a\n"}}
+    return todo_write
 
 
 if __name__ == "__main__":

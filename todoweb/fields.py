@@ -26,8 +26,16 @@ from django.db import models
 LEVEL = 1
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
-# zstd's contexts are made once per thread: making one costs more than compressing a plan.
-_contexts = threading.local()
+
+class Contexts(threading.local):
+    """zstd's contexts, made once per thread: making one costs more than compressing a plan."""
+
+    def __init__(self) -> None:
+        self.compressor = zstandard.ZstdCompressor(level=LEVEL)
+        self.decompressor = zstandard.ZstdDecompressor()
+
+
+_contexts = Contexts()
 
 
 class Serialised(str):
@@ -51,20 +59,14 @@ def decode(data: bytes) -> Any:
 
 
 def compress(data: bytes) -> bytes:
-    compressor = getattr(_contexts, "compressor", None)
-    if compressor is None:
-        compressor = _contexts.compressor = zstandard.ZstdCompressor(level=LEVEL)
-    return compressor.compress(data)
+    return _contexts.compressor.compress(data)
 
 
 def decompress(data: bytes) -> bytes:
     """A zstd frame, or a zlib stream (values written before zstd)."""
     if not data.startswith(ZSTD_MAGIC):
         return zlib.decompress(data)
-    decompressor = getattr(_contexts, "decompressor", None)
-    if decompressor is None:
-        decompressor = _contexts.decompressor = zstandard.ZstdDecompressor()
-    return decompressor.decompress(data)
+    return _contexts.decompressor.decompress(data)
 
 
 class CompressedJSONField(models.BinaryField):
