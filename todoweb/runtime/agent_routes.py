@@ -7,6 +7,10 @@ cost more than the write itself.
 
 The views and the answers are the API's own (todoweb.web.api.tools and .hooks): the
 request is Django's ASGIRequest, made and answered by the API handler's own methods.
+A hook event the board records nothing of (a tool other than the agent's todo tool:
+most of what an agent sends when its hook posts every call) is read from the ASGI
+request alone and answered with the hook view's own bytes, with no Django request or
+response made unless there is an error to answer.
 No request_finished signal either: it would cost a hop to the database thread, where
 the connection is checked after each piece of work instead (runtime.database). A
 request this route is not sure of (a query parameter it does not know or whose value
@@ -20,16 +24,20 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponseBase, QueryDict
 
+from todoweb.calls.jsonio import loads
 from todoweb.web.api import api
-from todoweb.web.api.hooks import AGENTS, PLAN_WAIT, HookInput, record_hook
+from todoweb.web.api.errors import error_response
+from todoweb.web.api.hooks import AGENTS, PLAN_WAIT, HookCall, HookInput, record_hook, unrecorded, unrecorded_answer
 from todoweb.web.api.questions import MAX_WAIT
 from todoweb.web.api.tools import post_tool_call
+from todoweb.web.auth import digest_of
 
 TOOL_PATH = re.compile(r"/api/v1/sessions/([^/]+)/tool")
 HOOK_PATH = re.compile(r"/api/v1/hooks/([a-z-]+)")
@@ -39,56 +47,114 @@ REPLIES = (None, "checklist", "native")
 HOOK_ANSWERS = (None, "full", "hook")
 WAIT = re.compile(r"[1-9][0-9]{0,3}")
 
-View = Callable[[HttpRequest], Awaitable[HttpResponseBase] | None]
+View = Callable[[HttpRequest, "HookRequest | None"], Awaitable[HttpResponseBase] | None]
 
 
 def tool_view(request: HttpRequest, session_key: str) -> Awaitable[HttpResponseBase] | None:
     """The tool endpoint's answer (None: a query the API must read)."""
-    query = single_values(request, {"reply", "dialect", "title"})
+    query = single_values(request.META["QUERY_STRING"], {"reply", "dialect", "title"})
     if query is None or query.get("reply") not in REPLIES or query.get("dialect") == "":
         return None
     return post_tool_call(request, session_key, reply=query.get("reply"), dialect=query.get("dialect"))
 
 
-def hook_view(request: HttpRequest, name: str) -> Awaitable[HttpResponseBase] | None:
-    """The hook's answer (None: a query or a body the API must read)."""
-    query = single_values(request, {"reply", "answer", "wait"})
+def hook_view(request: HttpRequest, name: str, read: HookRequest | None) -> Awaitable[HttpResponseBase] | None:
+    """The hook's answer (None: a query or a body the API must read). `read`: the hook
+    as read from the ASGI request already, if it could be."""
+    if read is None:
+        query = hook_query(request.META["QUERY_STRING"])
+        if query is None:
+            return None
+        try:
+            read = HookRequest(HookInput.model_validate(api.parser.parse_body(request)), query)
+        except Exception:
+            return None  # the API answers it with its own error
+    query = read.query
+    return record_hook(request, name, read.hook, query.get("reply"), query.get("answer"), int(query["wait"]))
+
+
+def hook_query(query_string: str) -> dict[str, str] | None:
+    """A hook's query parameters, `wait` filled in (None: a query the API must read)."""
+    query = single_values(query_string, {"reply", "answer", "wait"})
     if query is None or query.get("reply") not in REPLIES or query.get("answer") not in HOOK_ANSWERS:
         return None
-    wait = query.get("wait", str(PLAN_WAIT))
+    wait = query.setdefault("wait", str(PLAN_WAIT))
     if not WAIT.fullmatch(wait) or int(wait) > MAX_WAIT:
         return None
-    try:
-        hook = HookInput.model_validate(api.parser.parse_body(request))
-    except Exception:
-        return None  # the API answers it with its own error
-    return record_hook(request, name, hook, query.get("reply"), query.get("answer"), int(wait))
+    return query
 
 
-def single_values(request: HttpRequest, known: set[str]) -> dict[str, str] | None:
+def single_values(query_string: str, known: set[str]) -> dict[str, str] | None:
     """The query's parameters, when each is one of `known` and given once (None: not)."""
-    if not request.META["QUERY_STRING"]:
+    if not query_string:
         return {}  # the usual case, without parsing a QueryDict
     query = {}
-    for key, values in request.GET.lists():
+    for key, values in QueryDict(query_string).lists():
         if key not in known or len(values) != 1:
             return None
         query[key] = values[0]
     return query
 
 
-def view_of(scope: dict[str, Any]) -> View | None:
-    """The view for this request when it may be one of the agents' writes."""
+@dataclass(frozen=True)
+class Route:
+    """One of the agents' write endpoints, as a request's path names it."""
+
+    view: View  # called with the request, and the hook as read from the ASGI request (if it could be)
+    hook_name: str | None = None  # the agent whose hook it is (None: the tool endpoint)
+
+
+def route_of(scope: dict[str, Any]) -> Route | None:
+    """The route of this request when it may be one of the agents' writes."""
     if scope["method"] != "POST" or scope.get("root_path"):
         return None
     path = scope["path"]
     if match := TOOL_PATH.fullmatch(path):
         key = match.group(1)
-        return lambda request: tool_view(request, key)
+        return Route(lambda request, _: tool_view(request, key))
     if (match := HOOK_PATH.fullmatch(path)) and match.group(1) in AGENTS:
         name = match.group(1)
-        return lambda request: hook_view(request, name)
+        return Route(lambda request, read: hook_view(request, name, read), hook_name=name)
     return None
+
+
+@dataclass(frozen=True)
+class HookRequest:
+    """A hook's event and query parameters, and its token's headers."""
+
+    hook: HookInput
+    query: dict[str, str]
+    authorization: str = ""
+    api_key: str = ""
+
+
+def hook_request(scope: dict[str, Any], body: bytes) -> HookRequest | None:
+    """The hook's request read from the ASGI request alone, when everything the API
+    would check of it is as the API takes it (None: the hook view reads it)."""
+    try:
+        query = hook_query(scope["query_string"].decode())  # as Django decodes it
+    except UnicodeDecodeError:
+        return None
+    headers = request_headers(scope, {b"content-type", b"authorization", b"x-api-key"})
+    if query is None or headers is None or headers.get(b"content-type") != "application/json":
+        return None
+    try:
+        hook = HookInput.model_validate(loads(body, what="The body"))
+    except Exception:
+        return None
+    return HookRequest(hook, query, headers.get(b"authorization", ""), headers.get(b"x-api-key", ""))
+
+
+def request_headers(scope: dict[str, Any], names: set[bytes]) -> dict[bytes, str] | None:
+    """These headers of the request, as text (None: one of them is given twice, which
+    Django would read joined)."""
+    found: dict[bytes, str] = {}
+    for name, value in scope["headers"]:
+        if name in names:
+            if name in found:
+                return None
+            found[name] = value.decode("latin-1")
+    return found
 
 
 class AgentRoutes:
@@ -99,16 +165,20 @@ class AgentRoutes:
         self.api = api_handler
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        view = view_of(scope)
-        if view is None or declared_too_large(scope):
+        route = route_of(scope)
+        if route is None or declared_too_large(scope):
             # A body over the limit is the API's to answer (413, with the model's reply).
             await self.api(scope, receive, send)
             return
         body, complete = await read_body(receive, settings.TODOWEB_MAX_BODY_BYTES)
         if body is None:
             return  # the client went away
+        read = hook_request(scope, body) if complete and route.hook_name else None
+        if read is not None and (found := unrecorded(route.hook_name, read.hook)):
+            await self.answer_unrecorded(scope, body, read, *found, send)
+            return
         request, response = self.api.create_request(scope, io.BytesIO(body))
-        answering = view(request) if request is not None and complete else None
+        answering = route.view(request, read) if request is not None and complete else None
         if answering is None and request is not None:
             await self.api(scope, replaying(body, complete, receive), send)
             return
@@ -120,6 +190,26 @@ class AgentRoutes:
         # Connections are checked where they are used (in_database_thread): no
         # request_finished, which would cost a hop to the database thread.
         await self.api.send_response(response, send)
+
+    async def answer_unrecorded(
+        self, scope: dict[str, Any], body: bytes, read: HookRequest, call: HookCall, reason: str, send: Any
+    ) -> None:
+        """The answer to a hook event the board records nothing of, without Django's
+        request and response (a fifth of the work of such a hook); the request is made
+        for an error's answer only."""
+        try:
+            found_by = digest_of(read.authorization, read.api_key)
+            only_hook_output = read.query.get("answer") == "hook"
+            content = await unrecorded_answer(found_by, call, reason, only_hook_output)
+        except Exception as error:
+            request, _ = self.api.create_request(scope, io.BytesIO(body))
+            await self.api.send_response(error_response(request, error), send)
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": JSON_HEADERS})
+        await send({"type": "http.response.body", "body": content})
+
+
+JSON_HEADERS = [(b"Content-Type", b"application/json")]
 
 
 def declared_too_large(scope: dict[str, Any]) -> bool:

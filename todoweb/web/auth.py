@@ -27,12 +27,13 @@ HOW = "send 'Authorization: Bearer <token>' (or 'X-Api-Key: <token>')"
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9._~+-]{0,19}")
 
 
-def raw_token(request: HttpRequest) -> str | None:
-    header = request.headers.get("Authorization", "").strip()
+def raw_token(authorization: str, api_key: str) -> str | None:
+    """The token of a request with these Authorization and X-Api-Key headers ("": none)."""
+    header = authorization.strip()
     scheme, _, value = header.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
-    api_key = request.headers.get("X-Api-Key", "").strip()
+    api_key = api_key.strip()
     if api_key:
         return api_key
     if header and scheme.lower() != "bearer":
@@ -52,7 +53,12 @@ def wrong_form(scheme: str, value: str) -> str:
 
 def token_digest(request: HttpRequest) -> str:
     """The digest of the request's token, by which it is looked up (401 without one)."""
-    raw = raw_token(request)
+    return digest_of(request.headers.get("Authorization", ""), request.headers.get("X-Api-Key", ""))
+
+
+def digest_of(authorization: str, api_key: str) -> str:
+    """The digest of the token in these headers (401 without one)."""
+    raw = raw_token(authorization, api_key)
     if raw is None:
         raise ApiError(
             401, "unauthorized", "Missing API token: send 'Authorization: Bearer <token>' or 'X-Api-Key: <token>'"
@@ -60,12 +66,12 @@ def token_digest(request: HttpRequest) -> str:
     return digest(raw)
 
 
-def check_token(request: HttpRequest, token: ApiToken | None, found_by: str) -> ApiToken:
+def check_token(token: ApiToken | None, found_by: str) -> ApiToken:
     """The token looked up by the digest `found_by` (None: no such token), if it may
     be used now: not revoked, within its rate limit. Notes when it was last used."""
     if token is None or not token.is_active:
         raise ApiError(401, "unauthorized", "Unknown or revoked API token")
-    check_rate(request, found_by)
+    check_rate(found_by)
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
@@ -74,8 +80,12 @@ def check_token(request: HttpRequest, token: ApiToken | None, found_by: str) -> 
 
 def token_auth(request: HttpRequest) -> ApiToken:
     """The request's token, for endpoints that need nothing else read with it."""
-    found_by = token_digest(request)
-    return check_token(request, token_with_project(found_by), found_by)
+    return token_by_digest(token_digest(request))
+
+
+def token_by_digest(found_by: str) -> ApiToken:
+    """The token of digest `found_by`, checked."""
+    return check_token(token_with_project(found_by), found_by)
 
 
 class TokenAuth(HttpBearer):
@@ -89,16 +99,18 @@ class TokenAuth(HttpBearer):
         return token_auth(request)
 
 
-def check_rate(request: HttpRequest, token_digest: str) -> None:
+def check_rate(token_digest: str) -> None:
     """A fixed one-minute window per token (django-ratelimit), counted in the cache by
     the token's digest (a row id may come back, a deleted token's):
-    Redis when REDIS_URL is set, so every process shares the count."""
+    Redis when REDIS_URL is set, so every process shares the count. The count needs
+    no request (every method counts, the key is the digest), so none is given: the
+    agents' route answers some hooks without making one."""
     limit = settings.TODOWEB_RATE_LIMIT
     if limit <= 0:
         return
     try:
         usage = get_usage(
-            request, group="todoweb-api", key=lambda group, request: token_digest, rate=(limit, 60), increment=True
+            None, group="todoweb-api", key=lambda group, request: token_digest, rate=(limit, 60), increment=True
         )
     except Exception as exc:
         # The cache is down. The limit fails open: writes need only the database,

@@ -19,7 +19,7 @@ from todoweb.writes.record import CallRequest, Recorded, record
 async def record_call(request: HttpRequest, call: CallRequest) -> Recorded:
     """Record `call` with the request's token (a write token of the session's project)."""
     found_by = token_digest(request)
-    recorded = await in_database_thread(record_with_token, request, call, found_by)
+    recorded = await in_database_thread(record_with_token, found_by, call)
     await events.asend(recorded.frames)
     return recorded
 
@@ -38,9 +38,9 @@ def record_for_project(token: ApiToken, call: CallRequest) -> Recorded:
     return record(token.project, call, row)
 
 
-def record_with_token(request: HttpRequest, call: CallRequest, found_by: str) -> Recorded:
+def record_with_token(found_by: str, call: CallRequest) -> Recorded:
     # The token and the session in one query: a round trip fewer per call.
     token, row = sql.token_and_session(found_by, call.session_key, idempotency_key=call.key)
-    token = check_token(request, token, found_by)
+    token = check_token(token, found_by)
     require_write(token)
     return record(token.project, call, row)

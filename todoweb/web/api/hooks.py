@@ -31,7 +31,7 @@ from todoweb.runtime.database import in_database_thread
 from todoweb.web.api.errors import error_response
 from todoweb.web.api.lookups import SESSION_KEY, check_key
 from todoweb.web.api.questions import MAX_WAIT, answered_within
-from todoweb.web.auth import check_token, require_write, token_auth, token_digest
+from todoweb.web.auth import check_token, require_write, token_auth, token_by_digest, token_digest
 from todoweb.web.recording import record_call
 from todoweb.writes import messages, questions, sql
 from todoweb.writes.record import CallRequest, get_or_create_session
@@ -170,6 +170,51 @@ for _name, _agent in AGENTS.items():
     )
 
 
+@dataclass(frozen=True)
+class HookCall:
+    """A hook event as read: which agent sent it, and the session it goes to."""
+
+    agent: HookAgent
+    hook: HookInput
+    session_key: str  # a subagent's calls go to its own session, under the main one
+    route: str  # how the board names where the call came from
+
+    @property
+    def parent_key(self) -> str | None:
+        return self.hook.session_id if self.hook.agent_id is not None else None
+
+    def asks_plan_approval(self) -> bool:
+        return self.agent.approves_plans and (self.hook.hook_event_name, self.hook.tool_name) == (
+            "PreToolUse",
+            "ExitPlanMode",
+        )
+
+
+def read_hook(name: str, hook: HookInput) -> HookCall:
+    """The hook event of agent `name` (InvalidInput: its session key or agent id is not one)."""
+    agent = AGENTS[name]
+    check_key(hook.session_id)
+    if hook.agent_id is not None and not SESSION_KEY.fullmatch(f"{hook.session_id}:{hook.agent_id}"):
+        raise InvalidInput(
+            "Invalid agent_id: the child session key '<session_id>:<agent_id>' must be 1-200 characters "
+            "among letters, digits and . _ : @ -",
+            details={"field": "agent_id"},
+        )
+    session_key = f"{hook.session_id}:{hook.agent_id}" if hook.agent_id is not None else hook.session_id
+    return HookCall(agent, hook, session_key, f"{agent.label} hook ({hook.tool_name or hook.hook_event_name})")
+
+
+def unrecorded(name: str, hook: HookInput) -> tuple[HookCall, str] | None:
+    """A valid hook event the board records nothing of, and why (None: `record_hook`
+    has more to do with it: a call to record, a plan to approve, an input to refuse)."""
+    try:
+        read = read_hook(name, hook)
+    except InvalidInput:
+        return None
+    reason = None if read.asks_plan_approval() else ignored_because(read.agent, hook)
+    return (read, reason) if reason else None
+
+
 async def record_hook(
     request: HttpRequest,
     name: str,
@@ -178,69 +223,63 @@ async def record_hook(
     answer: str | None = None,
     wait: int = PLAN_WAIT,
 ) -> HttpResponse:
-    agent = AGENTS[name]
     call = None
     try:
-        check_key(hook.session_id)
-        if hook.agent_id is not None and not SESSION_KEY.fullmatch(f"{hook.session_id}:{hook.agent_id}"):
-            raise InvalidInput(
-                "Invalid agent_id: the child session key '<session_id>:<agent_id>' must be 1-200 characters "
-                "among letters, digits and . _ : @ -",
-                details={"field": "agent_id"},
-            )
-        # A subagent's calls go to its own session, under the main one.
-        child = hook.agent_id is not None
-        session_key = f"{hook.session_id}:{hook.agent_id}" if child else hook.session_id
-        route = f"{agent.label} hook ({hook.tool_name or hook.hook_event_name})"
-        if agent.approves_plans and (hook.hook_event_name, hook.tool_name) == ("PreToolUse", "ExitPlanMode"):
-            return JsonResponse(await plan_approval(request, session_key, hook, wait))
-        reason = ignored_because(agent, hook)
+        read = read_hook(name, hook)
+        if read.asks_plan_approval():
+            return JsonResponse(await plan_approval(request, read.session_key, hook, wait))
+        reason = ignored_because(read.agent, hook)
         if reason:
-            if agent.tells_on_any_tool(hook):
-                # Any other tool call: what people told the agent, if anything, goes with it.
-                notice = await told_with_any_tool(request, session_key, route)
-            else:
-                require_write(await in_database_thread(token_auth, request))
-                notice = None
-            body: dict[str, Any] = {"ok": True, "ignored": True, "reason": reason}
-            return hook_answer(agent, hook, notice, body, only_hook_output=answer == "hook")
+            only_hook_output = answer == "hook"
+            return json_bytes(await unrecorded_answer(token_digest(request), read, reason, only_hook_output))
         call = ToolCall(
-            "anthropic", hook.tool_name, call_id(hook.tool_use_id), hook.tool_input, dialect=agent.tools[hook.tool_name]
+            "anthropic",
+            hook.tool_name,
+            call_id(hook.tool_use_id),
+            hook.tool_input,
+            dialect=read.agent.tools[hook.tool_name],
         )
         write = CallRequest(
-            session_key=session_key,
+            session_key=read.session_key,
             call=call,
             reply_style=reply,
-            parent_key=hook.session_id if child else None,
+            parent_key=read.parent_key,
             default_title=folder_name(hook.cwd),
             workdir=cleaned(hook.cwd)[:WORKDIR_MAX_CHARS] if hook.cwd else None,
             branch=branch_of(request),
-            route=route,
+            route=read.route,
         )
         recorded = (await record_call(request, write)).answer
     except Exception as error:
         return error_response(request, error, call=call)
     if answer == "hook":
-        return hook_answer(agent, hook, recorded.notice, {}, only_hook_output=True)
+        return json_bytes(hook_answer(read, recorded.notice, {}, only_hook_output=True))
     if recorded.notice:
         # The model already has the tool's own answer: people's messages go in as context.
-        return recorded.response(hookSpecificOutput=hook_output(agent, hook, recorded.notice))
+        return recorded.response(hookSpecificOutput=hook_output(read, recorded.notice))
     return recorded.response()
 
 
-async def told_with_any_tool(request: HttpRequest, session_key: str, route: str) -> str | None:
-    notice, frames = await in_database_thread(tell_with_token, request, session_key, route)
-    await events.asend(frames)
-    return notice
+async def unrecorded_answer(found_by: str, read: HookCall, reason: str, only_hook_output: bool) -> bytes:
+    """The answer to a hook event the board records nothing of, for the token of
+    digest `found_by`: with what people told the agent, if anything, for an agent that
+    hands context to its model after any tool. No request is needed: the agents'
+    route answers most of an agent's hooks this way, without making one."""
+    if read.agent.tells_on_any_tool(read.hook):
+        notice, frames = await in_database_thread(tell_with_token, found_by, read.session_key, read.route)
+        await events.asend(frames)
+    else:
+        require_write(await in_database_thread(token_by_digest, found_by))
+        notice = None
+    return hook_answer(read, notice, {"ok": True, "ignored": True, "reason": reason}, only_hook_output=only_hook_output)
 
 
-def tell_with_token(request: HttpRequest, session_key: str, route: str) -> tuple[str | None, events.Frames]:
+def tell_with_token(found_by: str, session_key: str, route: str) -> tuple[str | None, events.Frames]:
     """What people told the agent of this session, if it has not heard it yet: the
     notice for its model, and the frames that show it told on the board. One query
     (the token, and whether there is anything to tell) when there is nothing to tell."""
-    found_by = token_digest(request)
     token, untold = sql.token_and_untold(found_by, session_key)
-    require_write(check_token(request, token, found_by))
+    require_write(check_token(token, found_by))
     if not untold:
         return None, []
     row = sql.session_row(token.project, session_key, idempotency_key=None)
@@ -287,19 +326,20 @@ def ask_plan(request: HttpRequest, session_key: str, plan_text: str, wait: int) 
     return questions.ask(session, kind=Question.Kind.PLAN, tool_name="ExitPlanMode", text=plan_text, wait=wait)
 
 
-def hook_output(agent: HookAgent, hook: HookInput, notice: str) -> dict[str, str]:
-    return {"hookEventName": hook.hook_event_name or agent.event, "additionalContext": notice}
+def hook_output(read: HookCall, notice: str) -> dict[str, str]:
+    return {"hookEventName": read.hook.hook_event_name or read.agent.event, "additionalContext": notice}
 
 
-def hook_answer(
-    agent: HookAgent, hook: HookInput, notice: str | None, body: dict[str, Any], *, only_hook_output: bool
-) -> HttpResponse:
+def hook_answer(read: HookCall, notice: str | None, body: dict[str, Any], *, only_hook_output: bool) -> bytes:
     """`body`, and what the agent's hook hands its model; with `?answer=hook`, only that
-    (`{}` when there is nothing to tell), for agents whose command hooks read stdout strictly."""
-    output = {"hookSpecificOutput": hook_output(agent, hook, notice)} if notice else {}
-    # JsonResponse's bytes, without its encoder's set-up and charset lookups: a hook
-    # on every tool call gets this answer.
-    content = json.dumps(output if only_hook_output else body | output).encode()
+    (`{}` when there is nothing to tell), for agents whose command hooks read stdout
+    strictly. JsonResponse's bytes, without its encoder's set-up: a hook on every tool
+    call gets this answer."""
+    output = {"hookSpecificOutput": hook_output(read, notice)} if notice else {}
+    return json.dumps(output if only_hook_output else body | output).encode()
+
+
+def json_bytes(content: bytes) -> HttpResponse:
     return HttpResponse(content, content_type="application/json")
 
 
