@@ -85,3 +85,53 @@ async def test_stopping_the_hub_stops_its_offering(monkeypatch):
     await this.stop()
     assert task.cancelled()
     assert sorted(len(w.offered) for w in watchers) == [0, 0, 0, 1]
+
+
+class Sender(Recorder):
+    """A socket that has the frame it is offered to send, and counts its wake-ups."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.woken = 0
+
+    def offer(self, message: dict) -> bool:
+        super().offer(message)
+        return True
+
+    def wake_sender(self, newest_only: bool = False) -> None:
+        self.woken += 1
+
+
+async def rests_of_a_round(monkeypatch, in_flight: int) -> list[float]:
+    """The pauses the pump asks for after each batch of a round to 60 sockets, while
+    `in_flight` calls wait for a database thread."""
+    monkeypatch.setattr(hub, "SEND_BATCH", 20)
+    monkeypatch.setattr(hub, "SENDS_PER_SECOND", 10**9)  # no rate to keep
+    monkeypatch.setattr(hub, "REST", 10**6)  # any time a batch takes is a long rest
+    monkeypatch.setattr(hub, "calls_in_flight", lambda: in_flight)
+    asked: list[float] = []
+    sleep = asyncio.sleep
+
+    async def recorded(delay: float) -> None:
+        if delay:
+            asked.append(delay)
+        await sleep(0)
+
+    monkeypatch.setattr(hub.asyncio, "sleep", recorded)
+    this = hub.Hub(layer=None)
+    senders = [Sender() for _ in range(60)]
+    this.watchers["session-x"] = set(senders)
+    this.deliver(frame(1))
+    await this.pumps["session-x"]
+    assert [s.woken for s in senders] == [1] * 60
+    return asked
+
+
+async def test_the_pump_rests_between_batches_while_a_write_waits_for_the_database(monkeypatch):
+    rests = await rests_of_a_round(monkeypatch, in_flight=1)
+    assert len(rests) == 3 and all(rest > 0.001 for rest in rests)
+
+
+async def test_the_pump_sends_a_round_without_resting_when_no_write_waits(monkeypatch):
+    rests = await rests_of_a_round(monkeypatch, in_flight=0)
+    assert all(rest < 0.000001 for rest in rests)  # only what the rate asks: nothing

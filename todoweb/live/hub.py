@@ -12,8 +12,9 @@ socket skips to the newest revision and never queues, and a fast one sees them a
 Sending is paced so that watchers never slow the writers. A frame for a group is
 kept in each socket's slot at once (OFFER_BATCH sockets at a time in a larger
 group), but the sockets are woken to send it by one pump per group, in rounds of
-SEND_BATCH sockets at a time spread out in time: a group gets at most
-SENDS_PER_SECOND frames a second, and at most half of the loop.
+SEND_BATCH sockets at a time with the loop free between them: a group gets at most
+SENDS_PER_SECOND frames a second, and at most half of the interpreter while a call
+waits for a database thread.
 Under todoweb's own server a thousand watchers of an agent writing 20 times a second
 see every revision; ten thousand see the newest one a few times a second; and a
 write's answer never waits behind a burst of a thousand sends (bench/fanout.py).
@@ -51,7 +52,7 @@ from django.utils import timezone
 from todoweb.live import access, events
 from todoweb.models import Session
 from todoweb.reads import current_data, session_summary
-from todoweb.runtime.database import in_database_thread
+from todoweb.runtime.database import calls_in_flight, in_database_thread
 from todoweb.runtime.logs import ThrottledLogger
 
 logger = logging.getLogger(__name__)
@@ -90,14 +91,15 @@ RENEW_GROUPS_EVERY = timedelta(hours=1)
 
 
 # Sockets woken per turn of the event loop by a group's pump. After a batch the pump
-# rests as long as the batch took (REST: fan-out takes at most 1 / (1 + REST) of the
-# loop) and at least until the group's SENDS_PER_SECOND allows the next. Sent in one
-# burst, a round to 1,000 watchers held the interpreter for ~50 ms, and the writes
+# rests as long as the batch took while a call waits for a database thread (REST:
+# fan-out then takes at most 1 / (1 + REST) of the interpreter, which that thread
+# needs too), and at least until the group's SENDS_PER_SECOND allows the next. Sent in
+# one burst, a round to 1,000 watchers held the interpreter for ~50 ms, and the writes
 # landing in it waited: answer p99 3.8x the same writes unwatched; spread, 1.1-1.5x.
 # A socket under todoweb's own server writes a frame at once from bytes shared by all
 # (~18 µs a socket, where an ASGI send in a task of its own took ~90 µs): a round to
-# 1,000 watchers takes ~40 ms, and each sees every revision of an agent writing 20
-# times a second (bench/fanout.py).
+# 1,000 watchers takes ~20 ms when no write waits, and each sees every revision of an
+# agent writing 20 times a second (bench/fanout.py).
 SEND_BATCH = 25
 REST = 1.0
 SENDS_PER_SECOND = 50_000
@@ -248,10 +250,11 @@ class Hub:
 
     async def pump(self, group: str) -> None:
         """Wake the group's sockets that have a frame, SEND_BATCH at a time, until none
-        has. After each batch the pump rests as long as the batch took, and longer if
-        the group would otherwise get more than SENDS_PER_SECOND frames a second: a
-        round of a thousand sockets is spread over a quarter of a second rather than
-        sent in one burst that holds the interpreter while a write waits."""
+        has. The loop is free between batches (a request arriving waits one batch at
+        most). After a batch the pump rests as long as the batch took while a call
+        waits for a database thread, and longer if the group would otherwise get more
+        than SENDS_PER_SECOND frames a second: a round does not hold the interpreter
+        in one burst while a write waits."""
         loop = asyncio.get_running_loop()
         try:
             while self.due.get(group):
@@ -264,7 +267,8 @@ class Hub:
                         watcher.wake_sender(newest_only)
                     await asyncio.sleep(0)  # the batch sends
                     took = loop.time() - began
-                    await asyncio.sleep(max(took * REST, len(batch) / SENDS_PER_SECOND - took))
+                    rest = took * REST if calls_in_flight() else 0.0
+                    await asyncio.sleep(max(rest, len(batch) / SENDS_PER_SECOND - took))
         finally:
             self.pumps.pop(group, None)
             if not self.due.get(group):
