@@ -4,11 +4,12 @@ test's, through async_to_sync), in that caller's thread, as asgiref decides."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import threading
 
 import pytest
-from asgiref.sync import SyncToAsync, async_to_sync
+from asgiref.sync import SyncToAsync, async_to_sync, sync_to_async
 
 from todoweb.runtime import database
 
@@ -60,3 +61,45 @@ def test_under_a_synchronous_caller_it_runs_in_the_caller_s_thread():
     plain, (thread, _) = async_to_sync(from_the_loop)()
     assert not plain
     assert thread == threading.get_ident()
+
+
+async def test_django_s_synchronous_code_from_async_code_runs_in_the_same_thread():
+    ours, _ = await database.in_database_thread(where)
+    assert await sync_to_async(threading.get_ident)() == ours  # asgiref's thread-sensitive way
+    assert SyncToAsync.single_thread_executor is database.DATABASE_THREAD
+
+
+async def test_work_whose_caller_was_cancelled_before_it_ran_is_not_run():
+    ran: list[str] = []
+    gate = threading.Event()
+    blocking = asyncio.ensure_future(database.in_database_thread(gate.wait))  # the thread is busy
+    await asyncio.sleep(0)
+    waiting = asyncio.ensure_future(database.in_database_thread(ran.append, "late"))
+    await asyncio.sleep(0)
+    waiting.cancel()
+    gate.set()
+    assert await blocking is True
+    assert await database.in_database_thread(ran.append, "next") is None
+    assert ran == ["next"]
+
+
+def test_the_thread_outlives_a_caller_whose_loop_closed():
+    started, gate = threading.Event(), threading.Event()
+
+    def blocked() -> bool:
+        started.set()
+        return gate.wait()
+
+    async def call() -> bool:
+        return await database.DATABASE_THREAD.call(blocked)
+
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(call())
+    loop.run_until_complete(asyncio.sleep(0))  # the task hands the call over
+    assert started.wait(5)  # and the thread runs it
+    task.cancel()
+    loop.run_until_complete(asyncio.sleep(0))
+    loop.close()
+    gate.set()  # its answer has no loop to go to
+    thread = database.DATABASE_THREAD.thread
+    assert database.DATABASE_THREAD.submit(threading.get_ident).result(timeout=5) == thread.ident

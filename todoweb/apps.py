@@ -11,6 +11,8 @@ class TodowebConfig(AppConfig):
 
     def ready(self) -> None:
         from todoweb.live import access  # noqa: F401  (its receivers announce access that ends)
+        from todoweb.runtime.database import use_database_thread
         from todoweb.runtime.logs import install_redaction
 
         install_redaction(settings.TODOWEB_REDACTED_LOGGERS)
+        use_database_thread()

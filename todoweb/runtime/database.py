@@ -10,12 +10,15 @@ own connection from the pool, given back when the work ends, so that those waits
 overlap. SQLite takes one writer at a time whatever the threads, so it keeps the one
 thread.
 
-Under the server, the one thread is asgiref's thread for thread-sensitive code, and
-work goes there straight through the loop's executor: asgiref's own way (a shielded
-future, the task's context copied to the thread and every asgiref Local copied back
-into the task) was 15% of the CPU of a hook with nothing to tell, and left 0.5 KB of
-copied context in every websocket's task. Where asgiref would choose another thread
-(a synchronous caller waiting on the loop, as a test is), its way is taken.
+The one thread is `DatabaseThread`, which takes the place of asgiref's thread for
+thread-sensitive code (Django's synchronous code called from async code runs there
+too), and work goes to it by the shortest way: asgiref's own way (a shielded future,
+the task's context copied to the thread and every asgiref Local copied back into the
+task) was 15% of the CPU of a hook with nothing to tell, and left 0.5 KB of copied
+context in every websocket's task; a ThreadPoolExecutor's future wrapped for the loop
+took 110k instructions a hop, where the loop's own future resolved from the thread
+takes 20k. Where asgiref would choose another thread (a synchronous caller waiting on
+the loop, as a test is), its way is taken.
 
 `write_lock`: on SQLite, every writer of a process (the database thread, the webhook
 worker) queues on one lock before it writes.
@@ -25,12 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import queue
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from functools import cache
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 from django.conf import settings
@@ -53,11 +57,7 @@ async def in_database_thread(func: Callable[P, R], *args: P.args, **kwargs: P.kw
         if threads <= 1 and asgiref_uses_its_one_thread():
             # Where asgiref would run it, without its wrapping: in a copy of this task's
             # context, and nothing copied back into the task's.
-            # The executor's future, wrapped as run_in_executor does, without its check
-            # that `func` is no coroutine function (inspect's, on every call).
-            context = contextvars.copy_context()
-            submitted = SyncToAsync.single_thread_executor.submit(context.run, releasing(func), *args, **kwargs)
-            return await asyncio.wrap_future(submitted)
+            return await DATABASE_THREAD.call(releasing(func), *args, **kwargs)
         return await runner(func, threads)(*args, **kwargs)
     finally:
         _in_flight -= 1
@@ -73,6 +73,95 @@ def asgiref_uses_its_one_thread() -> bool:
         and SyncToAsync.thread_sensitive_context.get(None) is None
         and asyncio.get_running_loop() not in AsyncToSync.loop_thread_executors
     )
+
+
+class DatabaseThread(Executor):
+    """One thread that runs the work it is handed, one call at a time, in order:
+    `submit` as any executor (asgiref's calls), `call` for the event loop, whose own
+    future the thread resolves (no concurrent.futures.Future, no wrap_future, no
+    idle-worker count: a ThreadPoolExecutor's bookkeeping in Python on every call)."""
+
+    def __init__(self) -> None:
+        self.work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+        self.starting = threading.Lock()
+
+    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
+        future: Future[R] = Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as error:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        self.put(run)
+        return future
+
+    def call(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> asyncio.Future[R]:
+        """`func(*args, **kwargs)` in the thread, in a copy of the calling task's context."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[R] = loop.create_future()
+        context = contextvars.copy_context()
+
+        def run() -> None:
+            if future.cancelled():
+                return  # as an executor's future cancelled before it ran
+            try:
+                result, error = context.run(func, *args, **kwargs), None
+            except BaseException as raised:
+                result, error = None, raised
+            try:
+                loop.call_soon_threadsafe(settle, future, result, error)
+            except RuntimeError:
+                pass  # the loop is closed: nobody waits
+
+        self.put(run)
+        return future
+
+    def put(self, run: Callable[[], None]) -> None:
+        if self.thread is None:
+            with self.starting:
+                if self.thread is None:
+                    self.thread = threading.Thread(target=self.serve, name="todoweb-database", daemon=True)
+                    self.thread.start()
+        self.work.put(run)
+
+    def serve(self) -> None:
+        while (run := self.work.get()) is not None:
+            run()
+            del run  # what the call holds goes now, not when the next comes
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if self.thread is not None:
+            self.work.put(None)
+            if wait:
+                self.thread.join()
+
+
+def settle(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+# The process's database thread, and asgiref's thread for thread-sensitive code
+# (installed when the app is ready: `use_database_thread`).
+DATABASE_THREAD = DatabaseThread()
+
+
+def use_database_thread() -> None:
+    """Make DATABASE_THREAD asgiref's one thread for thread-sensitive code, so that
+    Django's synchronous code called from async code and `in_database_thread` share
+    one thread, and with it one connection."""
+    SyncToAsync.single_thread_executor = DATABASE_THREAD
 
 
 def calls_in_flight() -> int:
