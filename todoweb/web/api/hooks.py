@@ -231,7 +231,7 @@ async def record_hook(
         reason = ignored_because(read.agent, hook)
         if reason:
             only_hook_output = answer == "hook"
-            return json_bytes(await unrecorded_answer(token_digest(request), read, reason, only_hook_output))
+            return json_response(await unrecorded_answer(token_digest(request), read, reason, only_hook_output))
         call = ToolCall(
             "anthropic",
             hook.tool_name,
@@ -253,7 +253,7 @@ async def record_hook(
     except Exception as error:
         return error_response(request, error, call=call)
     if answer == "hook":
-        return json_bytes(hook_answer(read, recorded.notice, {}, only_hook_output=True))
+        return json_response(hook_answer(read, recorded.notice, {}, only_hook_output=True))
     if recorded.notice:
         # The model already has the tool's own answer: people's messages go in as context.
         return recorded.response(hookSpecificOutput=hook_output(read, recorded.notice))
@@ -339,7 +339,7 @@ def hook_answer(read: HookCall, notice: str | None, body: dict[str, Any], *, onl
     return json.dumps(output if only_hook_output else body | output).encode()
 
 
-def json_bytes(content: bytes) -> HttpResponse:
+def json_response(content: bytes) -> HttpResponse:
     return HttpResponse(content, content_type="application/json")
 
 
