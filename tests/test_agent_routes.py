@@ -1,8 +1,8 @@
 """The agents' write endpoints by their own route (todoweb.runtime.agent_routes) answer
 byte for byte what the API's handler answers (URL resolver, django-ninja), for good
 calls and bad ones, on every hook and the tool endpoint; what the route is not sure of
-goes to the API handler, and a hook event the board records nothing of is answered
-without a Django request."""
+goes to the API handler, and a hook is answered without a Django request unless its
+answer is an error."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ BASH = claude_hook("{s}", "Bash", {"command": "ls"}, tool_response={"stdout": "a
 PLAN = [{"step": "Read the code", "status": "completed"}, {"step": "Fix it", "status": "in_progress"}]
 GEMINI_TODOS = [{"description": "Fix it", "status": "in_progress"}]
 
-# (method, path, query, headers, body, whether the agents' route answers it itself).
+# (method, path, query, headers, body, who answers it: "bare", the agents' route
+# without a Django request; "route", the agents' route with one; "api", the API handler).
 # `{s}` is the session key: each case runs on a session of its own on each side.
 CASES: list[tuple[str, str, str, dict[str, str], Any, bool]] = [
     ("POST", "/api/v1/sessions/{s}/tool", "", {}, TOOL_USE, "route"),
@@ -70,9 +71,17 @@ CASES: list[tuple[str, str, str, dict[str, str], Any, bool]] = [
     ("POST", "/api/v1/sessions/{s}/tool", "reply=native&reply=checklist", {}, TOOL_USE, "api"),
     ("POST", "/api/v1/sessions/{s}/tool", "other=1", {}, TOOL_USE, "api"),
     ("GET", "/api/v1/sessions/{s}/tool", "", {}, None, "api"),
-    ("POST", "/api/v1/hooks/claude-code", "", {}, claude_hook("{s}"), "route"),
-    ("POST", "/api/v1/hooks/claude-code", "reply=native", {"X-Todoweb-Branch": "main"}, claude_hook("{s}"), "route"),
-    ("POST", "/api/v1/hooks/claude-code", "answer=hook", {}, claude_hook("{s}"), "route"),
+    ("POST", "/api/v1/hooks/claude-code", "", {}, claude_hook("{s}"), "bare"),
+    ("POST", "/api/v1/hooks/claude-code", "reply=native", {"X-Todoweb-Branch": "main"}, claude_hook("{s}"), "bare"),
+    ("POST", "/api/v1/hooks/claude-code", "answer=hook", {}, claude_hook("{s}"), "bare"),
+    (
+        "POST",
+        "/api/v1/hooks/claude-code",
+        "",
+        {"X-Todoweb-Branch": "  feature/fix <b>&amp; \u0007"},
+        claude_hook("{s}"),
+        "bare",
+    ),
     ("POST", "/api/v1/hooks/claude-code", "", {}, BASH, "bare"),
     ("POST", "/api/v1/hooks/claude-code", "answer=hook&wait=5", {}, BASH, "bare"),
     ("POST", "/api/v1/hooks/claude-code", "", {"Authorization": "", "X-Api-Key": "{t}"}, BASH, "bare"),
@@ -114,7 +123,7 @@ CASES: list[tuple[str, str, str, dict[str, str], Any, bool]] = [
     ("POST", "/api/v1/hooks/claude-code", "", {}, b"not json", "api"),
     ("POST", "/api/v1/hooks/claude-code", "wait=0", {}, claude_hook("{s}"), "api"),
     ("POST", "/api/v1/hooks/claude-code", "answer=nope", {}, claude_hook("{s}"), "api"),
-    ("POST", "/api/v1/hooks/codex", "", {}, claude_hook("{s}", "update_plan", {"plan": PLAN}), "route"),
+    ("POST", "/api/v1/hooks/codex", "", {}, claude_hook("{s}", "update_plan", {"plan": PLAN}), "bare"),
     ("POST", "/api/v1/hooks/qwen-code", "", {}, claude_hook("{s}", "todo_write", {"todos": TODOS}), "route"),
     (
         "POST",
@@ -122,7 +131,7 @@ CASES: list[tuple[str, str, str, dict[str, str], Any, bool]] = [
         "",
         {},
         claude_hook("{s}", "write_todos", {"todos": GEMINI_TODOS}, hook_event_name="AfterTool"),
-        "route",
+        "bare",
     ),
     ("POST", "/api/v1/hooks/no-such-agent", "", {}, claude_hook("{s}"), "api"),
 ]

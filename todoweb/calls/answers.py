@@ -24,11 +24,14 @@ class Answer:
     replayed: bool = False
     notice: str | None = None  # people's edits the agent was told of first (plan.edits)
 
-    def response(self, **extra: Any) -> HttpResponse:
-        """The HTTP answer; `extra` fields (a hook's output for its agent) go at the end."""
+    def content(self, **extra: Any) -> bytes:
+        """The HTTP answer's bytes; `extra` fields (a hook's output for its agent) go at the end."""
         added = orjson.dumps(extra)[1:-1] if extra else b""
-        content = self.body[:-1] + b',"reply":' + orjson.dumps(self.reply) + (b"," + added if added else b"") + b"}"
-        response = HttpResponse(content, content_type="application/json")
+        return self.body[:-1] + b',"reply":' + orjson.dumps(self.reply) + (b"," + added if added else b"") + b"}"
+
+    def response(self) -> HttpResponse:
+        """The HTTP answer."""
+        response = HttpResponse(self.content(), content_type="application/json")
         if self.replayed:
             response["Idempotent-Replayed"] = "true"
         return response

@@ -5,12 +5,11 @@ request_started signal and no task watching for the client to go away. They are 
 hot path (every tool call of an agent whose hook posts them all), and that machinery
 cost more than the write itself.
 
-The views and the answers are the API's own (todoweb.web.api.tools and .hooks): the
-request is Django's ASGIRequest, made and answered by the API handler's own methods.
-A hook event the board records nothing of (a tool other than the agent's todo tool:
-most of what an agent sends when its hook posts every call) is read from the ASGI
-request alone and answered with the hook view's own bytes, with no Django request or
-response made unless there is an error to answer.
+The views and the answers are the API's own (todoweb.web.api.tools and .hooks). A
+hook event is read from the ASGI request alone and answered with the hook's own bytes
+(todoweb.web.api.hooks.record_hook), with no Django request or response made unless
+there is an error to answer. A tool call's request is Django's ASGIRequest, made and
+answered by the API handler's own methods.
 No request_finished signal either: it would cost a hop to the database thread, where
 the connection is checked after each piece of work instead (runtime.database). A
 request this route is not sure of (a query parameter it does not know or whose value
@@ -34,10 +33,9 @@ from django.http import HttpRequest, HttpResponseBase, QueryDict
 from todoweb.calls.jsonio import loads
 from todoweb.web.api import api
 from todoweb.web.api.errors import error_response
-from todoweb.web.api.hooks import AGENTS, PLAN_WAIT, HookCall, HookInput, record_hook, unrecorded, unrecorded_answer
+from todoweb.web.api.hooks import AGENTS, PLAN_WAIT, HookFailed, HookInput, HookPost, hook_response, record_hook
 from todoweb.web.api.questions import MAX_WAIT
 from todoweb.web.api.tools import post_tool_call
-from todoweb.web.auth import digest_of
 
 TOOL_PATH = re.compile(r"/api/v1/sessions/([^/]+)/tool")
 HOOK_PATH = re.compile(r"/api/v1/hooks/([a-z-]+)")
@@ -47,7 +45,7 @@ REPLIES = (None, "checklist", "native")
 HOOK_ANSWERS = (None, "full", "hook")
 WAIT = re.compile(r"[1-9][0-9]{0,3}")
 
-View = Callable[[HttpRequest, "HookRequest | None"], Awaitable[HttpResponseBase] | None]
+View = Callable[[HttpRequest], Awaitable[HttpResponseBase] | None]
 
 
 def tool_view(request: HttpRequest, session_key: str) -> Awaitable[HttpResponseBase] | None:
@@ -58,19 +56,18 @@ def tool_view(request: HttpRequest, session_key: str) -> Awaitable[HttpResponseB
     return post_tool_call(request, session_key, reply=query.get("reply"), dialect=query.get("dialect"))
 
 
-def hook_view(request: HttpRequest, name: str, read: HookRequest | None) -> Awaitable[HttpResponseBase] | None:
-    """The hook's answer (None: a query or a body the API must read). `read`: the hook
-    as read from the ASGI request already, if it could be."""
-    if read is None:
-        query = hook_query(request.META["QUERY_STRING"])
-        if query is None:
-            return None
-        try:
-            read = HookRequest(HookInput.model_validate(api.parser.parse_body(request)), query)
-        except Exception:
-            return None  # the API answers it with its own error
-    query = read.query
-    return record_hook(request, name, read.hook, query.get("reply"), query.get("answer"), int(query["wait"]))
+def hook_view(request: HttpRequest, name: str) -> Awaitable[HttpResponseBase] | None:
+    """The hook's answer, for a request the route could not read alone (None: a query
+    or a body the API must read)."""
+    query = hook_query(request.META["QUERY_STRING"])
+    if query is None:
+        return None
+    try:
+        hook = HookInput.model_validate(api.parser.parse_body(request))
+    except Exception:
+        return None  # the API answers it with its own error
+    posted = HookPost.of_request(request, hook, query.get("reply"), query.get("answer"), int(query["wait"]))
+    return hook_response(request, name, posted)
 
 
 def hook_query(query_string: str) -> dict[str, str] | None:
@@ -100,7 +97,7 @@ def single_values(query_string: str, known: set[str]) -> dict[str, str] | None:
 class Route:
     """One of the agents' write endpoints, as a request's path names it."""
 
-    view: View  # called with the request, and the hook as read from the ASGI request (if it could be)
+    view: View
     hook_name: str | None = None  # the agent whose hook it is (None: the tool endpoint)
 
 
@@ -111,38 +108,39 @@ def route_of(scope: dict[str, Any]) -> Route | None:
     path = scope["path"]
     if match := TOOL_PATH.fullmatch(path):
         key = match.group(1)
-        return Route(lambda request, _: tool_view(request, key))
+        return Route(lambda request: tool_view(request, key))
     if (match := HOOK_PATH.fullmatch(path)) and match.group(1) in AGENTS:
         name = match.group(1)
-        return Route(lambda request, read: hook_view(request, name, read), hook_name=name)
+        return Route(lambda request: hook_view(request, name), hook_name=name)
     return None
 
 
-@dataclass(frozen=True)
-class HookRequest:
-    """A hook's event and query parameters, and its token's headers."""
-
-    hook: HookInput
-    query: dict[str, str]
-    authorization: str = ""
-    api_key: str = ""
-
-
-def hook_request(scope: dict[str, Any], body: bytes) -> HookRequest | None:
-    """The hook's request read from the ASGI request alone, when everything the API
+def hook_request(scope: dict[str, Any], body: bytes) -> HookPost | None:
+    """The hook as posted, read from the ASGI request alone, when everything the API
     would check of it is as the API takes it (None: the hook view reads it)."""
     try:
         query = hook_query(scope["query_string"].decode())  # as Django decodes it
     except UnicodeDecodeError:
         return None
-    headers = request_headers(scope, {b"content-type", b"authorization", b"x-api-key"})
+    headers = request_headers(scope, HOOK_HEADERS)
     if query is None or headers is None or headers.get(b"content-type") != "application/json":
         return None
     try:
         hook = HookInput.model_validate(loads(body, what="The body"))
     except Exception:
         return None
-    return HookRequest(hook, query, headers.get(b"authorization", ""), headers.get(b"x-api-key", ""))
+    return HookPost(
+        hook,
+        query.get("reply"),
+        query.get("answer"),
+        int(query["wait"]),
+        headers.get(b"authorization", ""),
+        headers.get(b"x-api-key", ""),
+        headers.get(b"x-todoweb-branch"),
+    )
+
+
+HOOK_HEADERS = {b"content-type", b"authorization", b"x-api-key", b"x-todoweb-branch"}
 
 
 def request_headers(scope: dict[str, Any], names: set[bytes]) -> dict[bytes, str] | None:
@@ -173,12 +171,12 @@ class AgentRoutes:
         body, complete = await read_body(receive, settings.TODOWEB_MAX_BODY_BYTES)
         if body is None:
             return  # the client went away
-        read = hook_request(scope, body) if complete and route.hook_name else None
-        if read is not None and (found := unrecorded(route.hook_name, read.hook)):
-            await self.answer_unrecorded(scope, body, read, *found, send)
+        posted = hook_request(scope, body) if complete and route.hook_name else None
+        if posted is not None:
+            await self.answer_hook(scope, body, route.hook_name, posted, send)
             return
         request, response = self.api.create_request(scope, io.BytesIO(body))
-        answering = route.view(request, read) if request is not None and complete else None
+        answering = route.view(request) if request is not None and complete else None
         if answering is None and request is not None:
             await self.api(scope, replaying(body, complete, receive), send)
             return
@@ -191,25 +189,22 @@ class AgentRoutes:
         # request_finished, which would cost a hop to the database thread.
         await self.api.send_response(response, send)
 
-    async def answer_unrecorded(
-        self, scope: dict[str, Any], body: bytes, read: HookRequest, call: HookCall, reason: str, send: Any
-    ) -> None:
-        """The answer to a hook event the board records nothing of, without Django's
-        request and response (a fifth of the work of such a hook); the request is made
-        for an error's answer only."""
+    async def answer_hook(self, scope: dict[str, Any], body: bytes, name: str, posted: HookPost, send: Any) -> None:
+        """A hook's answer without Django's request and response (7% of a TodoWrite
+        hook's instructions); the request is made for an error's answer only."""
         try:
-            found_by = digest_of(read.authorization, read.api_key)
-            only_hook_output = read.query.get("answer") == "hook"
-            content = await unrecorded_answer(found_by, call, reason, only_hook_output)
-        except Exception as error:
+            answered = await record_hook(name, posted)
+        except HookFailed as failed:
             request, _ = self.api.create_request(scope, io.BytesIO(body))
-            await self.api.send_response(error_response(request, error), send)
+            await self.api.send_response(error_response(request, failed.error, call=failed.call), send)
             return
-        await send({"type": "http.response.start", "status": 200, "headers": JSON_HEADERS})
-        await send({"type": "http.response.body", "body": content})
+        headers = REPLAYED_HEADERS if answered.replayed else JSON_HEADERS
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": answered.content})
 
 
 JSON_HEADERS = [(b"Content-Type", b"application/json")]
+REPLAYED_HEADERS = [*JSON_HEADERS, (b"Idempotent-Replayed", b"true")]
 
 
 def declared_too_large(scope: dict[str, Any]) -> bool:

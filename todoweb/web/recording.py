@@ -6,19 +6,16 @@ published."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest
-
 from todoweb.live import events
 from todoweb.models import ApiToken
 from todoweb.runtime.database import in_database_thread
-from todoweb.web.auth import check_token, require_write, token_digest
+from todoweb.web.auth import check_token, require_write
 from todoweb.writes import sql
 from todoweb.writes.record import CallRequest, Recorded, record
 
 
-async def record_call(request: HttpRequest, call: CallRequest) -> Recorded:
-    """Record `call` with the request's token (a write token of the session's project)."""
-    found_by = token_digest(request)
+async def record_call(found_by: str, call: CallRequest) -> Recorded:
+    """Record `call` with the token of digest `found_by` (a write token of the session's project)."""
     recorded = await in_database_thread(record_with_token, found_by, call)
     await events.asend(recorded.frames)
     return recorded

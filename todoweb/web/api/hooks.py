@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
@@ -31,7 +31,7 @@ from todoweb.runtime.database import in_database_thread
 from todoweb.web.api.errors import error_response
 from todoweb.web.api.lookups import SESSION_KEY, check_key
 from todoweb.web.api.questions import MAX_WAIT, answered_within
-from todoweb.web.auth import check_token, require_write, token_auth, token_by_digest, token_digest
+from todoweb.web.auth import check_token, digest_of, require_write, token_by_digest
 from todoweb.web.recording import record_call
 from todoweb.writes import messages, questions, sql
 from todoweb.writes.record import CallRequest, get_or_create_session
@@ -157,7 +157,7 @@ def hook_endpoint(name: str, agent: HookAgent) -> Callable[..., Awaitable[HttpRe
         answer: Literal["full", "hook"] | None = None,
         wait: int = Query(PLAN_WAIT, ge=1, le=MAX_WAIT, description="ExitPlanMode: seconds to wait for approval"),
     ) -> HttpResponse:
-        return await record_hook(request, name, hook, reply, answer, wait)
+        return await hook_response(request, name, HookPost.of_request(request, hook, reply, answer, wait))
 
     post_hook.__name__ = f"post_{name.replace('-', '_')}_hook"  # the operation's id in the OpenAPI schema
     post_hook.__doc__ = agent.description
@@ -168,6 +168,65 @@ for _name, _agent in AGENTS.items():
     router.post(f"/hooks/{_name}", auth=None, openapi_extra=SECURED, summary=_agent.summary)(
         hook_endpoint(_name, _agent)
     )
+
+
+@dataclass(frozen=True)
+class HookPost:
+    """A hook event as its agent posted it: the event, the query's choices, and the
+    headers the board reads (the token's, and the git branch)."""
+
+    hook: HookInput
+    reply: str | None = None  # "checklist" or "native": the reply's form
+    answer: str | None = None  # "hook": only what the agent's hook hands its model
+    wait: int = PLAN_WAIT  # ExitPlanMode: seconds to wait for approval
+    authorization: str = ""
+    api_key: str = ""
+    branch: str | None = None  # X-Todoweb-Branch, as sent
+
+    @classmethod
+    def of_request(
+        cls, request: HttpRequest, hook: HookInput, reply: str | None, answer: str | None, wait: int
+    ) -> HookPost:
+        headers = request.headers
+        authorization, api_key = headers.get("Authorization", ""), headers.get("X-Api-Key", "")
+        return cls(hook, reply, answer, wait, authorization, api_key, headers.get(BRANCH_HEADER))
+
+    def token_digest(self) -> str:
+        """The digest of the hook's token (401 without one)."""
+        return digest_of(self.authorization, self.api_key)
+
+
+@dataclass(frozen=True)
+class HookAnswer:
+    """A hook's answer (200, JSON): its bytes, and whether it replays an earlier one."""
+
+    content: bytes
+    replayed: bool = False
+
+    def response(self) -> HttpResponse:
+        response = HttpResponse(self.content, content_type="application/json")
+        if self.replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
+
+
+class HookFailed(Exception):
+    """A hook event answered with an error: the error, and the tool call as read (once
+    the call is read, the error's answer carries the reply for the model)."""
+
+    def __init__(self, error: Exception, call: ToolCall | None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.call = call
+
+
+async def hook_response(request: HttpRequest, name: str, posted: HookPost) -> HttpResponse:
+    """The hook's answer as a Django response, for the API's view."""
+    try:
+        answered = await record_hook(name, posted)
+    except HookFailed as failed:
+        return error_response(request, failed.error, call=failed.call)
+    return answered.response()
 
 
 @dataclass(frozen=True)
@@ -204,34 +263,19 @@ def read_hook(name: str, hook: HookInput) -> HookCall:
     return HookCall(agent, hook, session_key, f"{agent.label} hook ({hook.tool_name or hook.hook_event_name})")
 
 
-def unrecorded(name: str, hook: HookInput) -> tuple[HookCall, str] | None:
-    """A valid hook event the board records nothing of, and why (None: `record_hook`
-    has more to do with it: a call to record, a plan to approve, an input to refuse)."""
-    try:
-        read = read_hook(name, hook)
-    except InvalidInput:
-        return None
-    reason = None if read.asks_plan_approval() else ignored_because(read.agent, hook)
-    return (read, reason) if reason else None
-
-
-async def record_hook(
-    request: HttpRequest,
-    name: str,
-    hook: HookInput,
-    reply: str | None,
-    answer: str | None = None,
-    wait: int = PLAN_WAIT,
-) -> HttpResponse:
-    call = None
+async def record_hook(name: str, posted: HookPost) -> HookAnswer:
+    """The answer to a hook event of agent `name` (HookFailed: the error to answer).
+    No Django request is needed: the agents' route answers hooks without making one."""
+    hook, call = posted.hook, None
     try:
         read = read_hook(name, hook)
         if read.asks_plan_approval():
-            return JsonResponse(await plan_approval(request, read.session_key, hook, wait))
+            approval = await plan_approval(posted.token_digest(), read.session_key, hook, posted.wait)
+            return HookAnswer(json.dumps(approval).encode())
         reason = ignored_because(read.agent, hook)
         if reason:
-            only_hook_output = answer == "hook"
-            return json_response(await unrecorded_answer(token_digest(request), read, reason, only_hook_output))
+            only_hook_output = posted.answer == "hook"
+            return HookAnswer(await unrecorded_answer(posted.token_digest(), read, reason, only_hook_output))
         call = ToolCall(
             "anthropic",
             hook.tool_name,
@@ -242,22 +286,21 @@ async def record_hook(
         write = CallRequest(
             session_key=read.session_key,
             call=call,
-            reply_style=reply,
+            reply_style=posted.reply,
             parent_key=read.parent_key,
             default_title=folder_name(hook.cwd),
             workdir=cleaned(hook.cwd)[:WORKDIR_MAX_CHARS] if hook.cwd else None,
-            branch=branch_of(request),
+            branch=branch_line(posted.branch),
             route=read.route,
         )
-        recorded = (await record_call(request, write)).answer
+        recorded = (await record_call(posted.token_digest(), write)).answer
     except Exception as error:
-        return error_response(request, error, call=call)
-    if answer == "hook":
-        return json_response(hook_answer(read, recorded.notice, {}, only_hook_output=True))
-    if recorded.notice:
-        # The model already has the tool's own answer: people's messages go in as context.
-        return recorded.response(hookSpecificOutput=hook_output(read, recorded.notice))
-    return recorded.response()
+        raise HookFailed(error, call) from error
+    if posted.answer == "hook":
+        return HookAnswer(hook_answer(read, recorded.notice, {}, only_hook_output=True))
+    # The model already has the tool's own answer: people's messages go in as context.
+    extra = {"hookSpecificOutput": hook_output(read, recorded.notice)} if recorded.notice else {}
+    return HookAnswer(recorded.content(**extra), replayed=recorded.replayed)
 
 
 async def unrecorded_answer(found_by: str, read: HookCall, reason: str, only_hook_output: bool) -> bytes:
@@ -292,14 +335,14 @@ def tell_with_token(found_by: str, session_key: str, route: str) -> tuple[str | 
     return unseen.notice(row.current.todos if row.current else []), frames
 
 
-async def plan_approval(request: HttpRequest, session_key: str, hook: HookInput, wait: int) -> dict[str, Any]:
+async def plan_approval(found_by: str, session_key: str, hook: HookInput, wait: int) -> dict[str, Any]:
     """Claude Code is about to leave plan mode: the plan waits on the board for a
     member's approval. Approved, Claude Code goes on (with the member's feedback as
     context); denied, the model reads why and plans again; with no answer in `wait`
     seconds, Claude Code asks its own prompt."""
     tool_input = hook.tool_input if isinstance(hook.tool_input, dict) else {}
     plan_text = tool_input.get("plan") if isinstance(tool_input.get("plan"), str) else ""
-    question = await in_database_thread(ask_plan, request, session_key, plan_text or "", wait)
+    question = await in_database_thread(ask_plan, found_by, session_key, plan_text or "", wait)
     answered = await answered_within(question, wait)
     output: dict[str, Any] = {"hookEventName": "PreToolUse"}
     feedback = answered["feedback"]
@@ -319,8 +362,8 @@ async def plan_approval(request: HttpRequest, session_key: str, hook: HookInput,
     return {"hookSpecificOutput": output}
 
 
-def ask_plan(request: HttpRequest, session_key: str, plan_text: str, wait: int) -> Question:
-    token = token_auth(request)
+def ask_plan(found_by: str, session_key: str, plan_text: str, wait: int) -> Question:
+    token = token_by_digest(found_by)
     require_write(token)
     session = get_or_create_session(token.project, session_key)
     return questions.ask(session, kind=Question.Kind.PLAN, tool_name="ExitPlanMode", text=plan_text, wait=wait)
@@ -339,10 +382,6 @@ def hook_answer(read: HookCall, notice: str | None, body: dict[str, Any], *, onl
     return json.dumps(output if only_hook_output else body | output).encode()
 
 
-def json_response(content: bytes) -> HttpResponse:
-    return HttpResponse(content, content_type="application/json")
-
-
 def ignored_because(agent: HookAgent, hook: HookInput) -> str | None:
     """Why the board records nothing of this hook event (None: it records the call)."""
     if hook.hook_event_name != agent.event:
@@ -354,10 +393,9 @@ def ignored_because(agent: HookAgent, hook: HookInput) -> str | None:
     return None
 
 
-def branch_of(request: HttpRequest) -> str | None:
+def branch_line(value: str | None) -> str | None:
     """The git branch a hook names in X-Todoweb-Branch (a command hook can:
     `-H "X-Todoweb-Branch: $(git branch --show-current)"`), as one clean line."""
-    value = request.headers.get(BRANCH_HEADER)
     if not value:
         return None
     try:

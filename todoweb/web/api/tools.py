@@ -17,6 +17,7 @@ from todoweb.web.api.body import json_body, oversized_call
 from todoweb.web.api.errors import error_response
 from todoweb.web.api.lookups import check_key
 from todoweb.web.api.preconditions import if_match_revision
+from todoweb.web.auth import token_digest
 from todoweb.web.recording import record_call
 from todoweb.writes.record import CallRequest
 
@@ -176,7 +177,7 @@ async def post_tool_call(
             expected_revision=expected_revision(request, body),
             route="tool endpoint",
         )
-        recorded = await record_call(request, write)
+        recorded = await record_call(token_digest(request), write)
     except Exception as error:
         # Once the call is read, every error answer carries the reply for the model.
         return error_response(request, error, call=call)
