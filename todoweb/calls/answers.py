@@ -31,10 +31,15 @@ class Answer:
 
     def response(self) -> HttpResponse:
         """The HTTP answer."""
-        response = HttpResponse(self.content(), content_type="application/json")
-        if self.replayed:
-            response["Idempotent-Replayed"] = "true"
-        return response
+        return json_answer(self.content(), replayed=self.replayed)
+
+
+def json_answer(content: bytes, *, replayed: bool = False) -> HttpResponse:
+    """A 200 answer of these JSON bytes, marked when it replays an earlier call's."""
+    response = HttpResponse(content, content_type="application/json")
+    if replayed:
+        response["Idempotent-Replayed"] = "true"
+    return response
 
 
 def answer(

@@ -85,7 +85,7 @@ def new_instance(model: type[Model], **values: Any) -> Any:
             fields[attname] = values.pop(attname) if attname in values else default()
     if values:
         raise TypeError(f"{model.__name__} has no field {', '.join(values)}")
-    made = instance(model, fields, DEFAULT_DB_ALIAS)  # in the database a relation's object is in
+    made = instance(model, fields, DEFAULT_DB_ALIAS)  # as setting a relation marks it
     made._state.adding = True
     made._state.fields_cache.update(related)
     return made

@@ -22,6 +22,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from todoweb.calls.answers import json_answer
 from todoweb.calls.envelopes import ToolCall, call_id
 from todoweb.calls.errors import InvalidInput
 from todoweb.calls.titles import cleaned, header_text
@@ -204,10 +205,7 @@ class HookAnswer:
     replayed: bool = False
 
     def response(self) -> HttpResponse:
-        response = HttpResponse(self.content, content_type="application/json")
-        if self.replayed:
-            response["Idempotent-Replayed"] = "true"
-        return response
+        return json_answer(self.content, replayed=self.replayed)
 
 
 class HookFailed(Exception):
