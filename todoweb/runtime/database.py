@@ -20,6 +20,11 @@ took 110k instructions a hop, where the loop's own future resolved from the thre
 takes 20k. Where asgiref would choose another thread (a synchronous caller waiting on
 the loop, as a test is), its way is taken.
 
+`loop_reader`: on SQLite, a read of a row or two by their indexes may run on the
+event loop's own thread, from a read-only connection of its own, instead: the hop to
+the database thread and back cost more CPU than such a read (a hook with nothing to
+tell: 0.21 ms of CPU with the hop, 0.12 ms without).
+
 `write_lock`: on SQLite, every writer of a process (the database thread, the webhook
 worker) queues on one lock before it writes.
 """
@@ -29,16 +34,19 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import queue
+import sqlite3
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from functools import cache
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.sqlite3.creation import DatabaseCreation
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -199,6 +207,36 @@ def releasing(func: Callable[P, R]) -> Callable[P, R]:
                 db.close_if_unusable_or_obsolete()
 
     return run
+
+
+# Each event loop thread's read-only connection, and the database file it reads.
+_loop_readers = threading.local()
+
+
+def loop_reader() -> sqlite3.Connection | None:
+    """This thread's read-only connection to the SQLite database, for a read that may
+    run on the event loop: a row or two by their indexes, which never waits (WAL: a
+    reader does not wait for the writer, and a busy database raises sqlite3.Error at
+    once rather than blocking the loop). Each statement sees what was committed
+    before it. None: reads go to the database thread (PostgreSQL, an in-memory
+    database, or a caller asgiref would not send to its one thread, such as a test
+    whose data is in a transaction of its own)."""
+    database = connections.settings[DEFAULT_DB_ALIAS]
+    name = database["NAME"]
+    if (
+        database["ENGINE"] != "django.db.backends.sqlite3"
+        or DatabaseCreation.is_in_memory_db(name)
+        or not asgiref_uses_its_one_thread()
+    ):
+        return None
+    if getattr(_loop_readers, "name", None) != name:
+        if getattr(_loop_readers, "connection", None) is not None:
+            _loop_readers.connection.close()  # a test's database, gone
+        _loop_readers.connection = None
+        uri = Path(name).absolute().as_uri() + "?mode=ro"
+        _loop_readers.connection = sqlite3.connect(uri, uri=True, timeout=0, isolation_level=None)
+        _loop_readers.name = name
+    return _loop_readers.connection
 
 
 # SQLite lets one writer in at a time and makes the others sleep-and-retry with a

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -73,9 +73,14 @@ def check_token(token: ApiToken | None, found_by: str) -> ApiToken:
         raise ApiError(401, "unauthorized", "Unknown or revoked API token")
     check_rate(found_by)
     now = timezone.now()
-    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+    if use_to_note(token.last_used_at, now):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token
+
+
+def use_to_note(last_used_at: datetime | None, now: datetime) -> bool:
+    """Whether a token last used at `last_used_at` is to be noted as used `now`."""
+    return last_used_at is None or now - last_used_at > LAST_USED_RESOLUTION
 
 
 def token_auth(request: HttpRequest) -> ApiToken:
@@ -97,6 +102,15 @@ class TokenAuth(HttpBearer):
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken:  # required by HttpBearer
         return token_auth(request)
+
+
+def rate_counted_in_process() -> bool:
+    """Whether counting a call against the rate limit stays in this process (no
+    limit, or the in-memory cache): no network, so the event loop may count it."""
+    return (
+        settings.TODOWEB_RATE_LIMIT <= 0
+        or settings.CACHES["default"]["BACKEND"] == "django.core.cache.backends.locmem.LocMemCache"
+    )
 
 
 def check_rate(token_digest: str) -> None:

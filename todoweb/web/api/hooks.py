@@ -32,6 +32,7 @@ from todoweb.runtime.database import in_database_thread
 from todoweb.web.api.errors import error_response
 from todoweb.web.api.lookups import SESSION_KEY, check_key
 from todoweb.web.api.questions import MAX_WAIT, answered_within
+from todoweb.web.api.quiet_hooks import nothing_to_tell
 from todoweb.web.auth import check_token, digest_of, require_write, token_by_digest
 from todoweb.web.recording import record_call
 from todoweb.writes import messages, questions, sql
@@ -306,7 +307,10 @@ async def unrecorded_answer(found_by: str, read: HookCall, reason: str, only_hoo
     digest `found_by`: with what people told the agent, if anything, for an agent that
     hands context to its model after any tool. No request is needed: the agents'
     route answers most of an agent's hooks this way, without making one."""
-    if read.agent.tells_on_any_tool(read.hook):
+    tells = read.agent.tells_on_any_tool(read.hook)
+    if nothing_to_tell(found_by, read.session_key if tells else None):
+        notice = None  # read on the event loop: the usual case
+    elif tells:
         notice, frames = await in_database_thread(tell_with_token, found_by, read.session_key, read.route)
         await events.asend(frames)
     else:

@@ -1,0 +1,191 @@
+"""A hook on a tool the board does not track, with nothing to tell its agent, is
+answered on the event loop from a read-only SQLite connection (web.api.quiet_hooks),
+with the same bytes as the database thread's way; everything else about it (an error,
+a message to tell, the token's use to note, the rate limit) is as before."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+from django.db import connections
+from django.utils import timezone
+
+from todoweb.models import ApiToken, Session, digest
+from todoweb.runtime import database
+from todoweb.runtime.agent_routes import AgentRoutes
+from todoweb.runtime.database import in_database_thread
+from todoweb.runtime.handlers import ApiHandler
+from todoweb.web.api import hooks
+from todoweb.writes import messages
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connections["default"].vendor != "sqlite", reason="reads on the event loop are SQLite's"),
+]
+
+TODOS = [{"content": "Fix <b>it</b> 修复 🐛", "status": "in_progress", "activeForm": "Fixing"}]
+
+
+def hook(session: str, tool: str = "Bash", event: str = "PostToolUse", **fields: Any) -> dict[str, Any]:
+    tool_input = {"todos": TODOS} if tool == "TodoWrite" else {"command": "ls"}
+    return {"session_id": session, "hook_event_name": event, "tool_name": tool, "tool_input": tool_input} | fields
+
+
+class Hops:
+    """Counts the hooks' hops to the database thread."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+
+        async def counted(func, *args, **kwargs):  # noqa: ANN001, ANN202
+            self.count += 1
+            return await in_database_thread(func, *args, **kwargs)
+
+        monkeypatch.setattr(hooks, "in_database_thread", counted)
+
+
+@pytest.fixture
+def hops(monkeypatch) -> Hops:
+    return Hops(monkeypatch)
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=AgentRoutes(ApiHandler()))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        yield client
+
+
+async def post(client: httpx.AsyncClient, token: str, body: dict[str, Any], agent: str = "claude-code"):
+    headers = {"Authorization": f"Bearer {token}"}
+    return await client.post(f"/api/v1/hooks/{agent}", json=body, headers=headers)
+
+
+async def token_row(raw: str) -> ApiToken:
+    return await in_database_thread(ApiToken.objects.get, digest=digest(raw))
+
+
+async def test_with_its_use_noted_a_quiet_hook_is_answered_without_the_database_thread(client, token, hops):
+    first = await post(client, token, hook("quiet"))  # notes the token's first use: the database thread's way
+    assert (first.status_code, hops.count) == (200, 1)
+    assert (await token_row(token)).last_used_at is not None
+    again = [await post(client, token, hook("quiet")) for _ in range(3)]
+    assert hops.count == 1
+    assert {(answer.status_code, answer.content) for answer in again} == {(200, first.content)}
+    assert first.json()["ignored"] is True
+
+
+async def test_it_answers_the_same_bytes_as_the_database_thread_s_way(client, token, hops, monkeypatch):
+    cases = [
+        ("claude-code", hook("same")),
+        ("claude-code", hook("same", event="PreToolUse")),
+        ("claude-code", hook("same", agent_id="worker-1")),
+        ("codex", hook("same", "shell")),
+        ("qwen-code", hook("same", "run_shell_command")),
+        ("gemini-cli", hook("same", "run_shell_command", event="AfterTool")),
+        ("opencode", hook("same", "bash", event="tool.execute.after")),
+    ]
+    await post(client, token, hook("same"))  # the token's use noted
+    on_the_loop = [await post(client, token, body, agent) for agent, body in cases]
+    assert hops.count == 1
+    monkeypatch.setattr(hooks, "nothing_to_tell", lambda found_by, key: False)
+    by_the_thread = [await post(client, token, body, agent) for agent, body in cases]
+    assert hops.count == 1 + len(cases)
+    assert [(a.status_code, a.headers, a.content) for a in on_the_loop] == [
+        (a.status_code, a.headers, a.content) for a in by_the_thread
+    ]
+
+
+async def test_a_message_to_tell_takes_the_database_thread_and_is_told_once(client, token, hops):
+    await post(client, token, hook("told", "TodoWrite"))  # the session, its plan, the token's use noted
+    session = await in_database_thread(Session.objects.get, key="told")
+    await in_database_thread(messages.add, session, kind="note", text="Use <b>uv</b>, 不要 pip 🙂", author="ann")
+    hops.count = 0
+    told = await post(client, token, hook("told"))
+    assert "Use <b>uv</b>, 不要 pip 🙂" in told.json()["hookSpecificOutput"]["additionalContext"]
+    assert hops.count == 1
+    after = await post(client, token, hook("told"))
+    assert "hookSpecificOutput" not in after.json() and hops.count == 1
+
+
+@pytest.mark.parametrize(
+    ("standing", "status", "code"),
+    [("revoked", 401, "unauthorized"), ("read", 403, "forbidden"), ("unknown", 401, "unauthorized")],
+)
+async def test_a_token_that_may_not_write_gets_the_database_thread_s_error(
+    client, token, read_token, hops, standing, status, code
+):
+    raw = {"read": read_token, "unknown": "no-such-token"}.get(standing, token)
+    for _ in range(2):
+        await post(client, raw, hook("refused"))  # any use noted: the loop would answer, if it answered errors
+    if standing == "revoked":
+        await in_database_thread(
+            lambda: ApiToken.objects.filter(scope=ApiToken.Scope.WRITE).update(revoked_at=timezone.now())
+        )
+    hops.count = 0
+    answer = await post(client, raw, hook("refused"))
+    assert (answer.status_code, answer.json()["error"]["code"]) == (status, code)
+    assert hops.count == 1
+
+
+async def test_a_use_not_noted_for_a_minute_is_noted_by_the_database_thread(client, token, hops):
+    await post(client, token, hook("noted"))
+    a_while_ago = timezone.now() - timedelta(seconds=90)
+    await in_database_thread(lambda: ApiToken.objects.update(last_used_at=a_while_ago))
+    hops.count = 0
+    assert (await post(client, token, hook("noted"))).status_code == 200
+    assert hops.count == 1
+    assert (await token_row(token)).last_used_at > a_while_ago
+    assert (await post(client, token, hook("noted"))).status_code == 200
+    assert hops.count == 1
+
+
+async def test_the_rate_limit_counts_each_quiet_hook_once(client, token, hops, settings):
+    settings.TODOWEB_RATE_LIMIT = 3
+    answers = [await post(client, token, hook("limited")) for _ in range(4)]
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 429]
+    assert answers[-1].json()["error"]["code"] == "rate_limited"
+    assert hops.count == 1  # the first, which noted the token's use
+
+
+async def test_with_the_rate_limit_counted_in_redis_it_takes_the_database_thread(client, token, hops, settings):
+    settings.TODOWEB_RATE_LIMIT = 1000
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://x"}}
+    assert not hooks.nothing_to_tell("anything", None)
+
+
+async def test_a_database_the_loop_cannot_read_falls_back_to_the_database_thread(client, token, hops, monkeypatch):
+    await post(client, token, hook("busy"))
+
+    def busy() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr("todoweb.web.api.quiet_hooks.loop_reader", busy)
+    hops.count = 0
+    assert (await post(client, token, hook("busy"))).status_code == 200
+    assert hops.count == 1
+
+
+async def test_the_loop_s_reader_sees_each_commit_at_once(token):
+    reader = database.loop_reader()
+    assert reader is not None
+    count = "SELECT count(*) FROM todoweb_session"
+    before = reader.execute(count).fetchone()[0]
+    await in_database_thread(lambda: Session.objects.create(project_id=ApiToken.objects.get().project_id, key="new"))
+    assert reader.execute(count).fetchone()[0] == before + 1
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.execute("DELETE FROM todoweb_session")
+
+
+def test_under_a_synchronous_caller_there_is_no_loop_reader():
+    from asgiref.sync import async_to_sync
+
+    async def from_the_loop():
+        return database.loop_reader()
+
+    assert async_to_sync(from_the_loop)() is None
