@@ -395,13 +395,14 @@ def session_update(session: Session, changed: dict[str, Any], number: int, told:
     messages the agent was told of, as the writer read it: a call that told the agent
     meanwhile makes the write start over, so that a message is told once."""
     db = this_thread_connection()
-    sql, fields = update_statement(tuple(changed), db.vendor)
-    values = [preparer(field, db.vendor)(value, db) for field, value in zip(fields, changed.values(), strict=True)]
+    sql, preparers = update_statement(tuple(changed), db.vendor)
+    values = [prepare(value, db) for prepare, value in zip(preparers, changed.values(), strict=True)]
     return sql, values + [session.pk, number - 1, told]
 
 
 @cache
-def update_statement(names: tuple[str, ...], vendor: str) -> tuple[str, list[Any]]:
+def update_statement(names: tuple[str, ...], vendor: str) -> tuple[str, list[Prepare]]:
+    """The session's UPDATE of these fields, and how each value goes to the database."""
     meta, quote = Session._meta, connection.ops.quote_name
     fields = [meta.get_field(name) for name in names]
     sql = (
@@ -409,7 +410,7 @@ def update_statement(names: tuple[str, ...], vendor: str) -> tuple[str, list[Any
         + ", ".join(f"{quote(field.column)} = %s" for field in fields)
         + " WHERE id = %s AND revision = %s AND told_message = %s"
     )
-    return sql, fields
+    return sql, [preparer(field, vendor) for field in fields]
 
 
 def advance(session: Session, changed: dict[str, Any], number: int, told: int) -> bool:
@@ -446,12 +447,7 @@ def insert(*instances: Any) -> None:
     or a new delivery by its id)."""
     db = this_thread_connection()
     statement, fields = insert_statement(type(instances[0]), len(instances), db.vendor)
-    preparers = [preparer(field, db.vendor) for field in fields]
-    values = [
-        prepare(getattr(instance, field.attname), db)
-        for instance in instances
-        for field, prepare in zip(fields, preparers, strict=True)
-    ]
+    values = [prepare(getattr(instance, field.attname), db) for instance in instances for field, prepare in fields]
     execute(statement, values)
 
 
@@ -462,13 +458,13 @@ def insert_rows(model: Any, rows: list[dict[str, Any]]) -> None:
     statement, fields = insert_statement(model, len(rows), db.vendor)
     fixed = fixed_defaults(model, db.vendor)
     values = [
-        db_value(field, row[field.attname], db)
+        prepare(row[field.attname], db)
         if field.attname in row
         else fixed[field.attname]
         if field.attname in fixed
-        else db_value(field, field.get_default(), db)
+        else prepare(field.get_default(), db)
         for row in rows
-        for field in fields
+        for field, prepare in fields
     ]
     execute(statement, values)
 
@@ -485,10 +481,13 @@ def fixed_defaults(model: Any, vendor: str) -> dict[str, Any]:
 
 
 @cache
-def insert_statement(model: Any, rows: int, vendor: str) -> tuple[str, list[Any]]:
-    """The INSERT of `rows` new rows of `model`, and the fields of each row's values in order."""
+def insert_statement(model: Any, rows: int, vendor: str) -> tuple[str, list[tuple[Any, Prepare]]]:
+    """The INSERT of `rows` new rows of `model`, and the fields of each row's values in
+    order, each with how its value goes to the database (looked up here once: a field's
+    hash, which `preparer`'s cache takes, costs more than the value's preparing)."""
     meta = model._meta
     fields = [field for field in meta.concrete_fields if not field.primary_key]
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
     row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    return f"INSERT INTO {meta.db_table} ({columns}) VALUES {', '.join([row] * rows)}", fields
+    statement = f"INSERT INTO {meta.db_table} ({columns}) VALUES {', '.join([row] * rows)}"
+    return statement, [(field, preparer(field, vendor)) for field in fields]
