@@ -340,3 +340,32 @@ def test_the_http_protocol_answers_streams_and_continues_as_uvicorn_s():
             sock.sendall(b"hello")
             answer = read_until(sock, b"echo:hello")
             assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"\r\n\r\necho:hello")
+
+
+def test_a_served_socket_is_held_out_of_full_collections_while_open(monkeypatch):
+    import asyncio
+
+    import websockets
+
+    from todoweb.runtime import server
+    from todoweb.runtime.long_lived import LongLived
+
+    sockets = LongLived(freeze_every=1000)
+    monkeypatch.setattr(server, "SOCKETS", sockets)
+    seen_open = []
+
+    async def app(scope, receive, send):
+        assert (await receive())["type"] == "websocket.connect"
+        seen_open.append(sockets.unfrozen)
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.send", "text": "hello"})
+        await receive()
+
+    async def connect(port):
+        async with websockets.connect(f"ws://127.0.0.1:{port}/") as socket_:
+            return await asyncio.wait_for(socket_.recv(), 5)
+
+    with serving(app, ws="todoweb.runtime.server:WebSocketProtocol") as port:
+        assert asyncio.run(connect(port)) == "hello"
+    assert seen_open == [1]
+    assert sockets.unfrozen == 0  # closed: no longer counted

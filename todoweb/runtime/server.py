@@ -23,6 +23,7 @@ from websockets.protocol import State
 from websockets.server import ServerProtocol
 
 from todoweb.runtime.alarms import clock
+from todoweb.runtime.long_lived import SOCKETS
 
 # The versions the protocols below were written and tested against: they subclass
 # uvicorn's httptools and websockets-sansio protocols, the latter still changing
@@ -208,7 +209,9 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
     - the app may send a frame at once, written from bytes made once for all sockets
       (`send_now`, offered in the scope's extensions as SEND_NOW): a live frame for a
       thousand watchers costs a thousand writes, not a thousand ASGI sends, tasks and
-      frame encodings.
+      frame encodings;
+    - open sockets are kept out of the garbage collector's full collections
+      (runtime.long_lived).
     """
 
     __slots__ = (
@@ -238,6 +241,14 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
                 max_size=self.config.ws_max_size,
                 logger=logging.getLogger("uvicorn.error"),
             )
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.long_lived = SOCKETS.opened()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        SOCKETS.closed(self.long_lived)
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
