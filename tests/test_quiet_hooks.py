@@ -153,7 +153,7 @@ async def test_the_rate_limit_counts_each_quiet_hook_once(client, token, hops, s
     assert hops.count == 1  # the first, which noted the token's use
 
 
-async def test_with_the_rate_limit_counted_in_redis_it_takes_the_database_thread(client, token, hops, settings):
+async def test_with_the_rate_limit_counted_in_redis_it_takes_the_database_thread(settings):
     settings.TODOWEB_RATE_LIMIT = 1000
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://x"}}
     assert not hooks.nothing_to_tell("anything", None)

@@ -164,6 +164,8 @@ CURRENT = Part.of(Revision, "r", {"todos", "dropped", "dropped_count", "changes"
 REPLAY = Part.of(Revision, "k", {"fingerprint", "response"})
 
 TOKEN_FROM = "todoweb_apitoken t JOIN todoweb_project pr ON pr.id = t.project_id"
+# The session of the token's project by its key (the one parameter), if there is one.
+TOKEN_SESSION = ' LEFT JOIN todoweb_session s ON s.project_id = t.project_id AND s."key" = %s'
 SESSION_JOINS = (
     " LEFT JOIN todoweb_session p ON p.id = s.parent_id"
     " LEFT JOIN todoweb_revision r ON r.session_id = s.id AND r.number = s.revision"
@@ -186,19 +188,28 @@ def session_sql() -> str:
 def token_and_session_sql() -> str:
     """Both at once: one round trip fewer per call."""
     columns = f"{TOKEN.select()}, {PROJECT.select()}, {SESSION.select()}, p.public_id, {CURRENT.select()}"
-    return (
-        f"SELECT {columns}, {REPLAY.select()} FROM {TOKEN_FROM}"
-        ' LEFT JOIN todoweb_session s ON s.project_id = t.project_id AND s."key" = %s'
-        f"{SESSION_JOINS} WHERE t.digest = %s"
-    )
+    return f"SELECT {columns}, {REPLAY.select()} FROM {TOKEN_FROM}{TOKEN_SESSION}{SESSION_JOINS} WHERE t.digest = %s"
 
 
 @cache
 def token_and_untold_sql() -> str:
     """The token, and whether people told the session's agent anything it has not heard."""
     return (
-        f"SELECT {TOKEN.select()}, {PROJECT.select()}, s.last_message > s.told_message FROM {TOKEN_FROM}"
-        ' LEFT JOIN todoweb_session s ON s.project_id = t.project_id AND s."key" = %s WHERE t.digest = %s'
+        f"SELECT {TOKEN.select()}, {PROJECT.select()}, s.last_message > s.told_message"
+        f" FROM {TOKEN_FROM}{TOKEN_SESSION} WHERE t.digest = %s"
+    )
+
+
+@cache
+def token_standing_sql() -> str:
+    """A token's standing, without its objects: its scope, whether it is active and
+    when its use was last noted (SQLite's text); whether the session has a message of
+    people's its agent has not been told. In SQLite's placeholders, for the event
+    loop's own connection (web.api.quiet_hooks)."""
+    return native(
+        "SELECT t.scope, t.revoked_at IS NULL, t.last_used_at, s.last_message > s.told_message"
+        f" FROM todoweb_apitoken t{TOKEN_SESSION} WHERE t.digest = %s",
+        "sqlite",
     )
 
 

@@ -20,15 +20,7 @@ from django.utils import timezone
 from todoweb.models import ApiToken
 from todoweb.runtime.database import loop_reader
 from todoweb.web.auth import check_rate, rate_counted_in_process, use_to_note
-
-# The token's scope, whether it is active and when it was last used; whether the
-# session (if asked) has a message of people's its agent has not been told.
-STANDING = (
-    "SELECT t.scope, t.revoked_at IS NULL, t.last_used_at, s.last_message > s.told_message"
-    " FROM todoweb_apitoken t"
-    ' LEFT JOIN todoweb_session s ON s.project_id = t.project_id AND s."key" = ?'
-    " WHERE t.digest = ?"
-)
+from todoweb.writes.sql import token_standing_sql
 
 
 def nothing_to_tell(found_by: str, session_key: str | None) -> bool:
@@ -40,7 +32,7 @@ def nothing_to_tell(found_by: str, session_key: str | None) -> bool:
         return False
     try:
         reader = loop_reader()
-        row = reader.execute(STANDING, [session_key, found_by]).fetchone() if reader else None
+        row = reader.execute(token_standing_sql(), [session_key, found_by]).fetchone() if reader else None
     except sqlite3.Error:
         return False  # a busy or new database file: the database thread reads it
     if row is None:
