@@ -1,6 +1,6 @@
 """A hook on a tool the board does not track, with nothing to tell its agent, is
 answered on the event loop from a read-only SQLite connection (web.api.quiet_hooks),
-with the same bytes as the database thread's way; everything else about it (an error,
+with the same bytes as the write path's; everything else about it (an error,
 a message to tell, the token's use to note, the rate limit) is as before."""
 
 from __future__ import annotations
@@ -37,16 +37,20 @@ def hook(session: str, tool: str = "Bash", event: str = "PostToolUse", **fields:
 
 
 class Hops:
-    """Counts the hooks' hops to the database thread."""
+    """Counts the hooks' calls that take the write path (a short write, or the
+    database thread), not the event loop's read-only reader."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
+        for name in ("in_database_thread", "short_write"):
+            monkeypatch.setattr(hooks, name, self.counted(getattr(hooks, name)))
 
-        async def counted(func, *args, **kwargs):  # noqa: ANN001, ANN202
+    def counted(self, way):  # noqa: ANN001, ANN201
+        async def call(func, *args, **kwargs):  # noqa: ANN001, ANN202
             self.count += 1
-            return await in_database_thread(func, *args, **kwargs)
+            return await way(func, *args, **kwargs)
 
-        monkeypatch.setattr(hooks, "in_database_thread", counted)
+        return call
 
 
 @pytest.fixture
@@ -70,8 +74,8 @@ async def token_row(raw: str) -> ApiToken:
     return await in_database_thread(ApiToken.objects.get, digest=digest(raw))
 
 
-async def test_with_its_use_noted_a_quiet_hook_is_answered_without_the_database_thread(client, token, hops):
-    first = await post(client, token, hook("quiet"))  # notes the token's first use: the database thread's way
+async def test_with_its_use_noted_a_quiet_hook_is_answered_without_the_write_path(client, token, hops):
+    first = await post(client, token, hook("quiet"))  # notes the token's first use: the write path
     assert (first.status_code, hops.count) == (200, 1)
     assert (await token_row(token)).last_used_at is not None
     again = [await post(client, token, hook("quiet")) for _ in range(3)]
@@ -80,7 +84,7 @@ async def test_with_its_use_noted_a_quiet_hook_is_answered_without_the_database_
     assert first.json()["ignored"] is True
 
 
-async def test_it_answers_the_same_bytes_as_the_database_thread_s_way(client, token, hops, monkeypatch):
+async def test_it_answers_the_same_bytes_as_the_write_path_s_way(client, token, hops, monkeypatch):
     cases = [
         ("claude-code", hook("same")),
         ("claude-code", hook("same", event="PreToolUse")),
@@ -94,14 +98,14 @@ async def test_it_answers_the_same_bytes_as_the_database_thread_s_way(client, to
     on_the_loop = [await post(client, token, body, agent) for agent, body in cases]
     assert hops.count == 1
     monkeypatch.setattr(hooks, "nothing_to_tell", lambda found_by, key: False)
-    by_the_thread = [await post(client, token, body, agent) for agent, body in cases]
+    by_the_write_path = [await post(client, token, body, agent) for agent, body in cases]
     assert hops.count == 1 + len(cases)
     assert [(a.status_code, a.headers, a.content) for a in on_the_loop] == [
-        (a.status_code, a.headers, a.content) for a in by_the_thread
+        (a.status_code, a.headers, a.content) for a in by_the_write_path
     ]
 
 
-async def test_a_message_to_tell_takes_the_database_thread_and_is_told_once(client, token, hops):
+async def test_a_message_to_tell_takes_the_write_path_and_is_told_once(client, token, hops):
     await post(client, token, hook("told", "TodoWrite"))  # the session, its plan, the token's use noted
     session = await in_database_thread(Session.objects.get, key="told")
     await in_database_thread(messages.add, session, kind="note", text="Use <b>uv</b>, 不要 pip 🙂", author="ann")
@@ -117,7 +121,7 @@ async def test_a_message_to_tell_takes_the_database_thread_and_is_told_once(clie
     ("standing", "status", "code"),
     [("revoked", 401, "unauthorized"), ("read", 403, "forbidden"), ("unknown", 401, "unauthorized")],
 )
-async def test_a_token_that_may_not_write_gets_the_database_thread_s_error(
+async def test_a_token_that_may_not_write_gets_the_write_path_s_error(
     client, token, read_token, hops, standing, status, code
 ):
     raw = {"read": read_token, "unknown": "no-such-token"}.get(standing, token)
@@ -133,7 +137,7 @@ async def test_a_token_that_may_not_write_gets_the_database_thread_s_error(
     assert hops.count == 1
 
 
-async def test_a_use_not_noted_for_a_minute_is_noted_by_the_database_thread(client, token, hops):
+async def test_a_use_not_noted_for_a_minute_is_noted_by_the_write_path(client, token, hops):
     await post(client, token, hook("noted"))
     a_while_ago = timezone.now() - timedelta(seconds=90)
     await in_database_thread(lambda: ApiToken.objects.update(last_used_at=a_while_ago))
@@ -153,13 +157,13 @@ async def test_the_rate_limit_counts_each_quiet_hook_once(client, token, hops, s
     assert hops.count == 1  # the first, which noted the token's use
 
 
-async def test_with_the_rate_limit_counted_in_redis_it_takes_the_database_thread(settings):
+async def test_with_the_rate_limit_counted_in_redis_it_takes_the_write_path(settings):
     settings.TODOWEB_RATE_LIMIT = 1000
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://x"}}
     assert not hooks.nothing_to_tell("anything", None)
 
 
-async def test_a_database_the_loop_cannot_read_falls_back_to_the_database_thread(client, token, hops, monkeypatch):
+async def test_a_database_the_loop_cannot_read_falls_back_to_the_write_path(client, token, hops, monkeypatch):
     await post(client, token, hook("busy"))
 
     def busy() -> None:

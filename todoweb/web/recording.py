@@ -1,14 +1,15 @@
 """The three routes into an agent's write path, the tool endpoint, the agents' hooks
-and the MCP server, meet here: on a database thread the token and the session are
-read (in one query, unless the route checked the token already), the token checked,
-and the call recorded (writes.record); back on the event loop, its live frames are
+and the MCP server, meet here: in one short write (runtime.database.short_write: on
+SQLite, on the event loop's own thread when nothing else writes) the token and the
+session are read (in one query, unless the route checked the token already), the
+token checked, and the call recorded (writes.record); then its live frames are
 published."""
 
 from __future__ import annotations
 
 from todoweb.live import events
 from todoweb.models import ApiToken
-from todoweb.runtime.database import in_database_thread
+from todoweb.runtime.database import short_write
 from todoweb.web.auth import check_token, require_write
 from todoweb.writes import sql
 from todoweb.writes.record import CallRequest, Recorded, record
@@ -16,7 +17,7 @@ from todoweb.writes.record import CallRequest, Recorded, record
 
 async def record_call(found_by: str, call: CallRequest) -> Recorded:
     """Record `call` with the token of digest `found_by` (a write token of the session's project)."""
-    recorded = await in_database_thread(record_with_token, found_by, call)
+    recorded = await short_write(record_with_token, found_by, call)
     await events.asend(recorded.frames)
     return recorded
 
@@ -24,7 +25,7 @@ async def record_call(found_by: str, call: CallRequest) -> Recorded:
 async def record_call_of(token: ApiToken, call: CallRequest) -> Recorded:
     """Record `call` for a token its route has checked already (the MCP server checks
     it once per request, before the SDK reads the message)."""
-    recorded = await in_database_thread(record_for_project, token, call)
+    recorded = await short_write(record_for_project, token, call)
     await events.asend(recorded.frames)
     return recorded
 

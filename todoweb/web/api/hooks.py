@@ -28,7 +28,7 @@ from todoweb.calls.errors import InvalidInput
 from todoweb.calls.titles import cleaned, header_text
 from todoweb.live import events
 from todoweb.models import Question, Session
-from todoweb.runtime.database import in_database_thread
+from todoweb.runtime.database import in_database_thread, short_write
 from todoweb.web.api.errors import error_response
 from todoweb.web.api.lookups import SESSION_KEY, check_key
 from todoweb.web.api.questions import MAX_WAIT, answered_within
@@ -311,7 +311,7 @@ async def unrecorded_answer(found_by: str, read: HookCall, reason: str, only_hoo
     if nothing_to_tell(found_by, read.session_key if tells else None):
         notice = None  # read on the event loop: the usual case
     elif tells:
-        notice, frames = await in_database_thread(tell_with_token, found_by, read.session_key, read.route)
+        notice, frames = await short_write(tell_with_token, found_by, read.session_key, read.route)
         await events.asend(frames)
     else:
         require_write(await in_database_thread(token_by_digest, found_by))

@@ -1,0 +1,200 @@
+"""On SQLite, an agent's tool call is written on the event loop's own thread, in one
+transaction holding the write lock from its start (runtime.database.short_write),
+when nothing else writes; with another writer at work, of this process or another,
+it is written in the database thread as before, and nothing is written twice."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import OperationalError, connections, transaction
+
+from todoweb.live.events import session_group
+from todoweb.models import Revision, Session
+from todoweb.runtime import database
+from todoweb.runtime.agent_routes import AgentRoutes
+from todoweb.runtime.database import NOT_HERE, in_database_thread, write_lock, write_on_loop
+from todoweb.runtime.handlers import ApiHandler
+from todoweb.writes import revisions
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connections["default"].vendor != "sqlite", reason="writes on the event loop are SQLite's"),
+]
+
+
+def todo_write(session: str, call_id: str, status: str = "in_progress") -> dict[str, Any]:
+    todos = [{"content": "Fix <b>it</b> 修复 🐛", "status": status, "activeForm": "Fixing"}]
+    return {
+        "session_id": session,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "TodoWrite",
+        "tool_use_id": call_id,
+        "tool_input": {"todos": todos},
+    }
+
+
+class Hops:
+    """Counts the writes handed to the database thread."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+
+        async def counted(func, *args, **kwargs):  # noqa: ANN001, ANN202
+            self.count += 1
+            return await in_database_thread(func, *args, **kwargs)
+
+        monkeypatch.setattr(database, "in_database_thread", counted)
+
+    async def until(self, count: int) -> None:
+        """Until that many writes have been handed over (each waits there)."""
+        while self.count < count:
+            await asyncio.sleep(0)
+
+
+@pytest.fixture
+def hops(monkeypatch) -> Hops:
+    return Hops(monkeypatch)
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=AgentRoutes(ApiHandler()))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        yield client
+
+
+async def post(client: httpx.AsyncClient, token: str, body: dict[str, Any]) -> httpx.Response:
+    return await client.post("/api/v1/hooks/claude-code", json=body, headers={"Authorization": f"Bearer {token}"})
+
+
+async def revisions_of(key: str) -> list[int]:
+    return await in_database_thread(
+        lambda: list(Revision.objects.filter(session__key=key).order_by("number").values_list("number", flat=True))
+    )
+
+
+async def test_a_tool_call_is_written_on_the_event_loop_and_shown_to_watchers(client, token, hops):
+    first = await post(client, token, todo_write("loop", "toolu_1"))
+    assert (first.status_code, hops.count) == (200, 0)
+    assert await revisions_of("loop") == [1]  # committed: the database thread's connection sees it
+    public_id = first.json()["data"]["session"]["id"]
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(session_group(public_id), channel)
+    second = await post(client, token, todo_write("loop", "toolu_2", "completed"))
+    assert (second.status_code, hops.count) == (200, 0)
+    frame = await layer.receive(channel)
+    assert '"revision":2' in frame["text"] and "Fix <b>it</b> 修复 🐛" in frame["text"]
+
+
+async def test_a_repeated_call_on_the_loop_is_answered_from_the_first(client, token, hops):
+    first = await post(client, token, todo_write("again", "toolu_1"))
+    again = await post(client, token, todo_write("again", "toolu_1"))
+    assert (again.status_code, again.headers["Idempotent-Replayed"], again.content) == (200, "true", first.content)
+    assert (await revisions_of("again"), hops.count) == ([1], 0)
+
+
+async def test_a_refused_call_on_the_loop_writes_nothing_and_is_answered_as_the_thread_answers(
+    client, token, hops, monkeypatch
+):
+    bad = todo_write("refused", "toolu_1", status="bogus")
+    on_the_loop = await post(client, token, bad)
+    monkeypatch.setattr(database, "write_on_loop", lambda func, *args, **kwargs: NOT_HERE)
+    in_the_thread = await post(client, token, bad)
+    assert on_the_loop.status_code == 422 and hops.count == 1
+    assert (on_the_loop.headers, on_the_loop.content) == (in_the_thread.headers, in_the_thread.content)
+    assert not await in_database_thread(Session.objects.filter(key="refused").exists)
+
+
+async def test_a_call_failing_after_its_revision_is_rolled_back_whole(client, token, monkeypatch):
+    await post(client, token, todo_write("rolled", "toolu_1"))
+    append = revisions.append
+
+    def append_then_fail(new):  # noqa: ANN001, ANN202
+        append(new)
+        raise RuntimeError("after the revision")
+
+    monkeypatch.setattr(revisions, "append", append_then_fail)
+    failed = await post(client, token, todo_write("rolled", "toolu_2", "completed"))
+    assert failed.status_code == 500
+    assert await revisions_of("rolled") == [1]
+    assert await in_database_thread(lambda: Session.objects.get(key="rolled").revision) == 1
+
+
+async def test_with_another_writer_of_the_process_at_work_it_is_written_in_the_database_thread(client, token, hops):
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_write_lock() -> None:
+        with write_lock():
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold_the_write_lock)
+    holder.start()
+    await asyncio.to_thread(held.wait)
+    posting = asyncio.create_task(post(client, token, todo_write("queued", "toolu_1")))
+    await hops.until(1)  # handed to the database thread, which waits for the lock
+    release.set()
+    assert (await posting).status_code == 200
+    holder.join()
+    assert (await revisions_of("queued"), hops.count) == ([1], 1)
+
+
+async def test_with_the_database_locked_by_another_connection_it_is_written_in_the_database_thread(client, token, hops):
+    other = sqlite3.connect(connections["default"].settings_dict["NAME"], isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # SQLite's write lock, held by another connection
+    posting = asyncio.create_task(post(client, token, todo_write("locked", "toolu_1")))
+    await hops.until(1)  # the loop did not wait: the database thread does
+    other.execute("COMMIT")
+    other.close()
+    assert (await posting).status_code == 200
+    assert (await revisions_of("locked"), hops.count) == ([1], 1)
+    # The loop thread's connection waits on a lock again as configured, outside its writes.
+    with database.django_on_the_loop():
+        db = connections["default"]
+        assert db.connection.execute("PRAGMA busy_timeout").fetchone() == (
+            db.settings_dict["OPTIONS"]["timeout"] * 1000,
+        )
+
+
+async def test_inside_a_transaction_of_the_loop_s_thread_it_is_not_written_there(token):
+    opened = transaction.atomic()  # as a test's data would be
+    with database.django_on_the_loop():
+        opened.__enter__()
+    try:
+        assert write_on_loop(lambda: "written") is NOT_HERE
+    finally:
+        with database.django_on_the_loop():
+            opened.__exit__(None, None, None)
+    assert write_on_loop(lambda: "written") == "written"
+
+
+def test_under_a_synchronous_caller_it_is_not_written_on_the_loop():
+    async def attempt() -> object:
+        return write_on_loop(lambda: "written")
+
+    assert async_to_sync(attempt)() is NOT_HERE
+
+
+def test_busy_is_sqlite_s_lock_held_by_another_connection_only():
+    def wrapped(cause: sqlite3.Error) -> OperationalError:
+        error = OperationalError(str(cause))
+        error.__cause__ = cause
+        return error
+
+    locked = sqlite3.OperationalError("database is locked")
+    locked.sqlite_errorcode = sqlite3.SQLITE_BUSY
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorcode = sqlite3.SQLITE_FULL
+    assert database.busy(wrapped(locked))
+    assert not database.busy(wrapped(full))
+    assert not database.busy(OperationalError("no cause"))
