@@ -15,7 +15,8 @@ import httpx
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import OperationalError, connections, transaction
+from django.db import IntegrityError, OperationalError, connections, transaction
+from django.db.transaction import TransactionManagementError
 
 from todoweb.live.events import session_group
 from todoweb.models import Revision, Session
@@ -198,3 +199,18 @@ def test_busy_is_sqlite_s_lock_held_by_another_connection_only():
     assert database.busy(wrapped(locked))
     assert not database.busy(wrapped(full))
     assert not database.busy(OperationalError("no cause"))
+
+
+async def test_a_write_that_went_on_after_an_error_in_its_transaction_is_not_committed(token, project):
+    def swallowing_an_error() -> str:
+        Session.objects.create(project=project, key="kept")
+        try:
+            with transaction.atomic(savepoint=False):  # joins the write's transaction
+                raise IntegrityError("a failed statement")
+        except IntegrityError:
+            pass  # and goes on, as if what it wrote would be kept
+        return "answered"
+
+    with pytest.raises(TransactionManagementError):
+        write_on_loop(swallowing_an_error)
+    assert not await in_database_thread(Session.objects.filter(key="kept").exists)

@@ -57,6 +57,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, OperationalError, connection, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.sqlite3.creation import DatabaseCreation
+from django.db.transaction import TransactionManagementError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -292,7 +293,14 @@ def write_on_loop(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R 
                 return NOT_HERE
             try:
                 with not_waiting(db), transaction.atomic():
-                    return contextvars.copy_context().run(func, *args, **kwargs)
+                    context = contextvars.copy_context()
+                    context.run(_writing_on_loop.set, True)
+                    written = context.run(func, *args, **kwargs)
+                    if db.needs_rollback:
+                        # An error inside was caught and the call went on: what it
+                        # wrote is rolled back, so it is not answered as written.
+                        raise TransactionManagementError("The write failed and was rolled back")
+                    return written
             except OperationalError as error:
                 if busy(error):
                     return NOT_HERE  # at BEGIN: nothing written
@@ -301,6 +309,17 @@ def write_on_loop(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R 
                 db.close_if_unusable_or_obsolete()
     finally:
         _sqlite_writer.release()
+
+
+# Set in the context of the call write_on_loop runs.
+_writing_on_loop: contextvars.ContextVar[bool] = contextvars.ContextVar("writing_on_loop", default=False)
+
+
+def in_a_write_on_loop() -> bool:
+    """Whether this code runs in a call of write_on_loop's: in a transaction that holds
+    SQLite's write lock from its start and is rolled back whole on any error, where a
+    write needs no savepoint of its own."""
+    return _writing_on_loop.get()
 
 
 @contextmanager

@@ -30,7 +30,7 @@ from todoweb.live import events
 from todoweb.models import Revision, Session
 from todoweb.plan.steps import FINISHED, WORKING, Item, Warning
 from todoweb.reads import plan_data, session_summary
-from todoweb.runtime.database import write_lock
+from todoweb.runtime.database import in_a_write_on_loop, write_lock
 from todoweb.webhooks import enqueue as webhooks
 from todoweb.writes import sql
 from todoweb.writes.sql import SessionRow
@@ -189,7 +189,10 @@ def append(new: NewRevision) -> events.Frames:
                 raise Conflict()
             webhooks.enqueue_revision(project, session, revision, new.result.changes, hooks, summary)
     else:
-        with write_lock(), transaction.atomic():
+        # No savepoint inside a call written on the event loop: its transaction holds
+        # SQLite's write lock from its start, so nothing can move the session, and
+        # whatever fails rolls back the whole call.
+        with write_lock(), transaction.atomic(savepoint=not in_a_write_on_loop()):
             parent = session.parent
             if parent is not None and parent.pk is None:
                 parent.save(force_insert=True)
