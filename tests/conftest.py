@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import httpx
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
@@ -12,6 +13,8 @@ from django.test import Client
 
 from tests.live_server import LiveServer
 from todoweb.models import ApiToken, Project
+from todoweb.runtime.agent_routes import AgentRoutes
+from todoweb.runtime.handlers import ApiHandler
 from todoweb.writes.tokens import token_create
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -163,6 +166,15 @@ def api(token) -> Api:
 @pytest.fixture
 def read_api(read_token) -> Api:
     return Api(read_token)
+
+
+@pytest.fixture
+async def agents_client() -> AsyncIterator[httpx.AsyncClient]:
+    """The agents' routes (the tool endpoint, the hooks) as the server runs them, on
+    this test's event loop."""
+    transport = httpx.ASGITransport(app=AgentRoutes(ApiHandler()))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        yield client
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ a message to tell, the token's use to note, the rate limit) is as before."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -17,9 +16,7 @@ from django.utils import timezone
 
 from todoweb.models import ApiToken, Session, digest
 from todoweb.runtime import database
-from todoweb.runtime.agent_routes import AgentRoutes
 from todoweb.runtime.database import in_database_thread
-from todoweb.runtime.handlers import ApiHandler
 from todoweb.web.api import hooks
 from todoweb.writes import messages
 
@@ -58,33 +55,26 @@ def hops(monkeypatch) -> Hops:
     return Hops(monkeypatch)
 
 
-@pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=AgentRoutes(ApiHandler()))
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
-        yield client
-
-
-async def post(client: httpx.AsyncClient, token: str, body: dict[str, Any], agent: str = "claude-code"):
+async def post(agents_client: httpx.AsyncClient, token: str, body: dict[str, Any], agent: str = "claude-code"):
     headers = {"Authorization": f"Bearer {token}"}
-    return await client.post(f"/api/v1/hooks/{agent}", json=body, headers=headers)
+    return await agents_client.post(f"/api/v1/hooks/{agent}", json=body, headers=headers)
 
 
 async def token_row(raw: str) -> ApiToken:
     return await in_database_thread(ApiToken.objects.get, digest=digest(raw))
 
 
-async def test_with_its_use_noted_a_quiet_hook_is_answered_without_the_write_path(client, token, hops):
-    first = await post(client, token, hook("quiet"))  # notes the token's first use: the write path
+async def test_with_its_use_noted_a_quiet_hook_is_answered_without_the_write_path(agents_client, token, hops):
+    first = await post(agents_client, token, hook("quiet"))  # notes the token's first use: the write path
     assert (first.status_code, hops.count) == (200, 1)
     assert (await token_row(token)).last_used_at is not None
-    again = [await post(client, token, hook("quiet")) for _ in range(3)]
+    again = [await post(agents_client, token, hook("quiet")) for _ in range(3)]
     assert hops.count == 1
     assert {(answer.status_code, answer.content) for answer in again} == {(200, first.content)}
     assert first.json()["ignored"] is True
 
 
-async def test_it_answers_the_same_bytes_as_the_write_path_s_way(client, token, hops, monkeypatch):
+async def test_it_answers_the_same_bytes_as_the_write_path_s_way(agents_client, token, hops, monkeypatch):
     cases = [
         ("claude-code", hook("same")),
         ("claude-code", hook("same", event="PreToolUse")),
@@ -94,26 +84,26 @@ async def test_it_answers_the_same_bytes_as_the_write_path_s_way(client, token, 
         ("gemini-cli", hook("same", "run_shell_command", event="AfterTool")),
         ("opencode", hook("same", "bash", event="tool.execute.after")),
     ]
-    await post(client, token, hook("same"))  # the token's use noted
-    on_the_loop = [await post(client, token, body, agent) for agent, body in cases]
+    await post(agents_client, token, hook("same"))  # the token's use noted
+    on_the_loop = [await post(agents_client, token, body, agent) for agent, body in cases]
     assert hops.count == 1
     monkeypatch.setattr(hooks, "nothing_to_tell", lambda found_by, key: False)
-    by_the_write_path = [await post(client, token, body, agent) for agent, body in cases]
+    by_the_write_path = [await post(agents_client, token, body, agent) for agent, body in cases]
     assert hops.count == 1 + len(cases)
     assert [(a.status_code, a.headers, a.content) for a in on_the_loop] == [
         (a.status_code, a.headers, a.content) for a in by_the_write_path
     ]
 
 
-async def test_a_message_to_tell_takes_the_write_path_and_is_told_once(client, token, hops):
-    await post(client, token, hook("told", "TodoWrite"))  # the session, its plan, the token's use noted
+async def test_a_message_to_tell_takes_the_write_path_and_is_told_once(agents_client, token, hops):
+    await post(agents_client, token, hook("told", "TodoWrite"))  # the session, its plan, the token's use noted
     session = await in_database_thread(Session.objects.get, key="told")
     await in_database_thread(messages.add, session, kind="note", text="Use <b>uv</b>, 不要 pip 🙂", author="ann")
     hops.count = 0
-    told = await post(client, token, hook("told"))
+    told = await post(agents_client, token, hook("told"))
     assert "Use <b>uv</b>, 不要 pip 🙂" in told.json()["hookSpecificOutput"]["additionalContext"]
     assert hops.count == 1
-    after = await post(client, token, hook("told"))
+    after = await post(agents_client, token, hook("told"))
     assert "hookSpecificOutput" not in after.json() and hops.count == 1
 
 
@@ -122,36 +112,36 @@ async def test_a_message_to_tell_takes_the_write_path_and_is_told_once(client, t
     [("revoked", 401, "unauthorized"), ("read", 403, "forbidden"), ("unknown", 401, "unauthorized")],
 )
 async def test_a_token_that_may_not_write_gets_the_write_path_s_error(
-    client, token, read_token, hops, standing, status, code
+    agents_client, token, read_token, hops, standing, status, code
 ):
     raw = {"read": read_token, "unknown": "no-such-token"}.get(standing, token)
     for _ in range(2):
-        await post(client, raw, hook("refused"))  # any use noted: the loop would answer, if it answered errors
+        await post(agents_client, raw, hook("refused"))  # any use noted: the loop would answer, if it answered errors
     if standing == "revoked":
         await in_database_thread(
             lambda: ApiToken.objects.filter(scope=ApiToken.Scope.WRITE).update(revoked_at=timezone.now())
         )
     hops.count = 0
-    answer = await post(client, raw, hook("refused"))
+    answer = await post(agents_client, raw, hook("refused"))
     assert (answer.status_code, answer.json()["error"]["code"]) == (status, code)
     assert hops.count == 1
 
 
-async def test_a_use_not_noted_for_a_minute_is_noted_by_the_write_path(client, token, hops):
-    await post(client, token, hook("noted"))
+async def test_a_use_not_noted_for_a_minute_is_noted_by_the_write_path(agents_client, token, hops):
+    await post(agents_client, token, hook("noted"))
     a_while_ago = timezone.now() - timedelta(seconds=90)
     await in_database_thread(lambda: ApiToken.objects.update(last_used_at=a_while_ago))
     hops.count = 0
-    assert (await post(client, token, hook("noted"))).status_code == 200
+    assert (await post(agents_client, token, hook("noted"))).status_code == 200
     assert hops.count == 1
     assert (await token_row(token)).last_used_at > a_while_ago
-    assert (await post(client, token, hook("noted"))).status_code == 200
+    assert (await post(agents_client, token, hook("noted"))).status_code == 200
     assert hops.count == 1
 
 
-async def test_the_rate_limit_counts_each_quiet_hook_once(client, token, hops, settings):
+async def test_the_rate_limit_counts_each_quiet_hook_once(agents_client, token, hops, settings):
     settings.TODOWEB_RATE_LIMIT = 3
-    answers = [await post(client, token, hook("limited")) for _ in range(4)]
+    answers = [await post(agents_client, token, hook("limited")) for _ in range(4)]
     assert [answer.status_code for answer in answers] == [200, 200, 200, 429]
     assert answers[-1].json()["error"]["code"] == "rate_limited"
     assert hops.count == 1  # the first, which noted the token's use
@@ -163,15 +153,15 @@ async def test_with_the_rate_limit_counted_in_redis_it_takes_the_write_path(sett
     assert not hooks.nothing_to_tell("anything", None)
 
 
-async def test_a_database_the_loop_cannot_read_falls_back_to_the_write_path(client, token, hops, monkeypatch):
-    await post(client, token, hook("busy"))
+async def test_a_database_the_loop_cannot_read_falls_back_to_the_write_path(agents_client, token, hops, monkeypatch):
+    await post(agents_client, token, hook("busy"))
 
     def busy() -> None:
         raise sqlite3.OperationalError("database is locked")
 
     monkeypatch.setattr("todoweb.web.api.quiet_hooks.loop_reader", busy)
     hops.count = 0
-    assert (await post(client, token, hook("busy"))).status_code == 200
+    assert (await post(agents_client, token, hook("busy"))).status_code == 200
     assert hops.count == 1
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -21,9 +20,7 @@ from django.db.transaction import TransactionManagementError
 from todoweb.live.events import session_group
 from todoweb.models import Revision, Session
 from todoweb.runtime import database
-from todoweb.runtime.agent_routes import AgentRoutes
 from todoweb.runtime.database import NOT_HERE, in_database_thread, write_lock, write_on_loop
-from todoweb.runtime.handlers import ApiHandler
 from todoweb.writes import revisions
 
 pytestmark = [
@@ -66,15 +63,10 @@ def hops(monkeypatch) -> Hops:
     return Hops(monkeypatch)
 
 
-@pytest.fixture
-async def client() -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=AgentRoutes(ApiHandler()))
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
-        yield client
-
-
-async def post(client: httpx.AsyncClient, token: str, body: dict[str, Any]) -> httpx.Response:
-    return await client.post("/api/v1/hooks/claude-code", json=body, headers={"Authorization": f"Bearer {token}"})
+async def post(agents_client: httpx.AsyncClient, token: str, body: dict[str, Any]) -> httpx.Response:
+    return await agents_client.post(
+        "/api/v1/hooks/claude-code", json=body, headers={"Authorization": f"Bearer {token}"}
+    )
 
 
 async def revisions_of(key: str) -> list[int]:
@@ -83,41 +75,41 @@ async def revisions_of(key: str) -> list[int]:
     )
 
 
-async def test_a_tool_call_is_written_on_the_event_loop_and_shown_to_watchers(client, token, hops):
-    first = await post(client, token, todo_write("loop", "toolu_1"))
+async def test_a_tool_call_is_written_on_the_event_loop_and_shown_to_watchers(agents_client, token, hops):
+    first = await post(agents_client, token, todo_write("loop", "toolu_1"))
     assert (first.status_code, hops.count) == (200, 0)
     assert await revisions_of("loop") == [1]  # committed: the database thread's connection sees it
     public_id = first.json()["data"]["session"]["id"]
     layer = get_channel_layer()
     channel = await layer.new_channel()
     await layer.group_add(session_group(public_id), channel)
-    second = await post(client, token, todo_write("loop", "toolu_2", "completed"))
+    second = await post(agents_client, token, todo_write("loop", "toolu_2", "completed"))
     assert (second.status_code, hops.count) == (200, 0)
     frame = await layer.receive(channel)
     assert '"revision":2' in frame["text"] and "Fix <b>it</b> 修复 🐛" in frame["text"]
 
 
-async def test_a_repeated_call_on_the_loop_is_answered_from_the_first(client, token, hops):
-    first = await post(client, token, todo_write("again", "toolu_1"))
-    again = await post(client, token, todo_write("again", "toolu_1"))
+async def test_a_repeated_call_on_the_loop_is_answered_from_the_first(agents_client, token, hops):
+    first = await post(agents_client, token, todo_write("again", "toolu_1"))
+    again = await post(agents_client, token, todo_write("again", "toolu_1"))
     assert (again.status_code, again.headers["Idempotent-Replayed"], again.content) == (200, "true", first.content)
     assert (await revisions_of("again"), hops.count) == ([1], 0)
 
 
 async def test_a_refused_call_on_the_loop_writes_nothing_and_is_answered_as_the_thread_answers(
-    client, token, hops, monkeypatch
+    agents_client, token, hops, monkeypatch
 ):
     bad = todo_write("refused", "toolu_1", status="bogus")
-    on_the_loop = await post(client, token, bad)
+    on_the_loop = await post(agents_client, token, bad)
     monkeypatch.setattr(database, "write_on_loop", lambda func, *args, **kwargs: NOT_HERE)
-    in_the_thread = await post(client, token, bad)
+    in_the_thread = await post(agents_client, token, bad)
     assert on_the_loop.status_code == 422 and hops.count == 1
     assert (on_the_loop.headers, on_the_loop.content) == (in_the_thread.headers, in_the_thread.content)
     assert not await in_database_thread(Session.objects.filter(key="refused").exists)
 
 
-async def test_a_call_failing_after_its_revision_is_rolled_back_whole(client, token, monkeypatch):
-    await post(client, token, todo_write("rolled", "toolu_1"))
+async def test_a_call_failing_after_its_revision_is_rolled_back_whole(agents_client, token, monkeypatch):
+    await post(agents_client, token, todo_write("rolled", "toolu_1"))
     append = revisions.append
 
     def append_then_fail(new):  # noqa: ANN001, ANN202
@@ -125,13 +117,15 @@ async def test_a_call_failing_after_its_revision_is_rolled_back_whole(client, to
         raise RuntimeError("after the revision")
 
     monkeypatch.setattr(revisions, "append", append_then_fail)
-    failed = await post(client, token, todo_write("rolled", "toolu_2", "completed"))
+    failed = await post(agents_client, token, todo_write("rolled", "toolu_2", "completed"))
     assert failed.status_code == 500
     assert await revisions_of("rolled") == [1]
     assert await in_database_thread(lambda: Session.objects.get(key="rolled").revision) == 1
 
 
-async def test_with_another_writer_of_the_process_at_work_it_is_written_in_the_database_thread(client, token, hops):
+async def test_with_another_writer_of_the_process_at_work_it_is_written_in_the_database_thread(
+    agents_client, token, hops
+):
     held, release = threading.Event(), threading.Event()
 
     def hold_the_write_lock() -> None:
@@ -142,7 +136,7 @@ async def test_with_another_writer_of_the_process_at_work_it_is_written_in_the_d
     holder = threading.Thread(target=hold_the_write_lock)
     holder.start()
     await asyncio.to_thread(held.wait)
-    posting = asyncio.create_task(post(client, token, todo_write("queued", "toolu_1")))
+    posting = asyncio.create_task(post(agents_client, token, todo_write("queued", "toolu_1")))
     await hops.until(1)  # handed to the database thread, which waits for the lock
     release.set()
     assert (await posting).status_code == 200
@@ -150,10 +144,12 @@ async def test_with_another_writer_of_the_process_at_work_it_is_written_in_the_d
     assert (await revisions_of("queued"), hops.count) == ([1], 1)
 
 
-async def test_with_the_database_locked_by_another_connection_it_is_written_in_the_database_thread(client, token, hops):
+async def test_with_the_database_locked_by_another_connection_it_is_written_in_the_database_thread(
+    agents_client, token, hops
+):
     other = sqlite3.connect(connections["default"].settings_dict["NAME"], isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # SQLite's write lock, held by another connection
-    posting = asyncio.create_task(post(client, token, todo_write("locked", "toolu_1")))
+    posting = asyncio.create_task(post(agents_client, token, todo_write("locked", "toolu_1")))
     await hops.until(1)  # the loop did not wait: the database thread does
     other.execute("COMMIT")
     other.close()
