@@ -10,6 +10,7 @@ server's or the kernel's. Kinds:
 
 - hook: Claude Code's PostToolUse TodoWrite hook event (10 steps, 64 sessions);
 - quiet hook: a PostToolUse hook on a Bash call (nothing to tell);
+- tool call: the same TodoWrite call to the tool endpoint (its plain form);
 - healthz: GET /healthz, the baseline (Django's handler, no database).
 
 Each figure is valgrind's instruction count of N requests less that of none (the
@@ -42,7 +43,7 @@ from pathlib import Path
 from harness import ROOT, SECRET_KEY
 from peer import hook_event
 
-KINDS = ("hook", "quiet hook", "healthz")
+KINDS = ("hook", "quiet hook", "tool call", "healthz")
 WARM_UP = 100
 
 
@@ -165,6 +166,10 @@ def client(kind: str, requests: int) -> None:
 async def request(application, kind: str, token: str, n: int) -> None:  # noqa: ANN001
     if kind == "healthz":
         method, path, body = "GET", "/healthz", b""
+    elif kind == "tool call":
+        hook = event("hook", n)
+        call = {"tool": "TodoWrite", "id": hook["tool_use_id"], "input": hook["tool_input"]}
+        method, path, body = "POST", f"/api/v1/sessions/{hook['session_id']}/tool", json.dumps(call).encode()
     else:
         method, path, body = "POST", "/api/v1/hooks/claude-code", json.dumps(event(kind, n)).encode()
     headers = [(b"host", b"127.0.0.1:8000"), (b"authorization", f"Bearer {token}".encode())]
