@@ -242,6 +242,9 @@ def test_it_records_claude_codes_todo_calls_through_the_hook(
 
 
 MCP_CALLS = tuple(Call(f"mcp__todoweb__{call.name}", call.input) for call in TODOWRITE.calls)
+# Claude Code connects to MCP servers in the background unless told to wait: on a busy
+# machine its first turn went out before the tool was listed.
+WAIT_FOR_MCP = {"MCP_CONNECTION_NONBLOCKING": "false"}
 MCP_ANSWERS = (
     "Todo list updated: 0/2 completed (revision 1).",
     "Todo list updated: 1/2 completed (revision 2).",
@@ -254,7 +257,7 @@ def test_it_records_claude_codes_calls_of_the_mcp_tool(
     claude, todoweb, token, board, internet_trap, agent_env, agent_home, workdir, tmp_path, recipe
 ):
     with FakeAnthropic(script(MCP_CALLS, board)) as fake:
-        env = env_for(agent_env, fake, token, {})
+        env = env_for(agent_env, fake, token, WAIT_FOR_MCP)
         if recipe == "mcp-add":
             add = shell_words(MCP_ADD.replace(README_URL, todoweb.url))
             added = run_cli(
@@ -338,7 +341,7 @@ def test_a_persons_edit_on_the_board_reaches_claude_codes_model(
         ]
         args = ["--allowedTools", "mcp__todoweb"]
     with FakeAnthropic(script_) as fake:
-        env = env_for(agent_env, fake, token, TODOWRITE.env)
+        env = env_for(agent_env, fake, token, TODOWRITE.env | (WAIT_FOR_MCP if route != "http-hook" else {}))
         run = run_cli(
             [str(claude.executable), "-p", PROMPT, *args, "--output-format", "json"],
             env=env,
