@@ -1,7 +1,8 @@
-"""On SQLite, an agent's tool call is written on the event loop's own thread, in one
-transaction holding the write lock from its start (runtime.database.short_write),
-when nothing else writes; with another writer at work, of this process or another,
-it is written in the database thread as before, and nothing is written twice."""
+"""On SQLite, an agent's tool call is written on the event loop's own thread, the
+calls of one turn of the loop in one transaction that holds the write lock from its
+start and commits once (runtime.loop_writes), when nothing else writes; with another
+writer at work, of this process or another, it is written in the database thread as
+before; a failing call is rolled back alone, and nothing is written twice."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from django.db.transaction import TransactionManagementError
 
 from todoweb.live.events import session_group
 from todoweb.models import Revision, Session
-from todoweb.runtime import database
-from todoweb.runtime.database import NOT_HERE, in_database_thread, write_lock, write_on_loop
+from todoweb.runtime import loop_writes
+from todoweb.runtime.database import in_database_thread, write_lock
+from todoweb.runtime.loop_writes import TURN, short_write
 from todoweb.writes import revisions
 
 pytestmark = [
@@ -50,7 +52,7 @@ class Hops:
             self.count += 1
             return await in_database_thread(func, *args, **kwargs)
 
-        monkeypatch.setattr(database, "in_database_thread", counted)
+        monkeypatch.setattr(loop_writes, "in_database_thread", counted)
 
     async def until(self, count: int) -> None:
         """Until that many writes have been handed over (each waits there)."""
@@ -101,7 +103,7 @@ async def test_a_refused_call_on_the_loop_writes_nothing_and_is_answered_as_the_
 ):
     bad = todo_write("refused", "toolu_1", status="bogus")
     on_the_loop = await post(agents_client, token, bad)
-    monkeypatch.setattr(database, "write_on_loop", lambda func, *args, **kwargs: NOT_HERE)
+    monkeypatch.setattr(loop_writes, "loop_may_use_database", lambda: False)
     in_the_thread = await post(agents_client, token, bad)
     assert on_the_loop.status_code == 422 and hops.count == 1
     assert (on_the_loop.headers, on_the_loop.content) == (in_the_thread.headers, in_the_thread.content)
@@ -156,30 +158,98 @@ async def test_with_the_database_locked_by_another_connection_it_is_written_in_t
     assert (await posting).status_code == 200
     assert (await revisions_of("locked"), hops.count) == ([1], 1)
     # The loop thread's connection waits on a lock again as configured, outside its writes.
-    with database.django_on_the_loop():
+    with loop_writes.django_on_the_loop():
         db = connections["default"]
         assert db.connection.execute("PRAGMA busy_timeout").fetchone() == (
             db.settings_dict["OPTIONS"]["timeout"] * 1000,
         )
 
 
-async def test_inside_a_transaction_of_the_loop_s_thread_it_is_not_written_there(token):
+async def test_inside_a_transaction_of_the_loop_s_thread_it_is_written_in_the_database_thread(hops):
     opened = transaction.atomic()  # as a test's data would be
-    with database.django_on_the_loop():
+    with loop_writes.django_on_the_loop():
         opened.__enter__()
     try:
-        assert write_on_loop(lambda: "written") is NOT_HERE
+        assert (await short_write(lambda: "written"), hops.count) == ("written", 1)
     finally:
-        with database.django_on_the_loop():
+        with loop_writes.django_on_the_loop():
             opened.__exit__(None, None, None)
-    assert write_on_loop(lambda: "written") == "written"
+    assert (await short_write(lambda: "written"), hops.count) == ("written", 1)
 
 
-def test_under_a_synchronous_caller_it_is_not_written_on_the_loop():
-    async def attempt() -> object:
-        return write_on_loop(lambda: "written")
+def test_under_a_synchronous_caller_it_is_written_in_the_database_thread(hops):
+    assert (async_to_sync(short_write)(lambda: "written"), hops.count) == ("written", 1)
 
-    assert async_to_sync(attempt)() is NOT_HERE
+
+class Commits:
+    """Counts the turns' commits."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        commit = loop_writes.Turn.commit
+
+        def counted(turn: loop_writes.Turn) -> None:
+            self.count += 1
+            commit(turn)
+
+        monkeypatch.setattr(loop_writes.Turn, "commit", counted)
+
+
+async def test_the_calls_of_one_turn_are_committed_once(project, monkeypatch):
+    commits = Commits(monkeypatch)
+    one, two = await asyncio.gather(
+        short_write(lambda: Session.objects.create(project=project, key="one").key),
+        short_write(lambda: Session.objects.create(project=project, key="two").key),
+    )
+    assert (one, two, commits.count) == ("one", "two", 1)
+    assert await in_database_thread(lambda: sorted(Session.objects.values_list("key", flat=True))) == ["one", "two"]
+    assert TURN.committed is None  # and the write lock is free again
+    assert write_lock().acquire(blocking=False)
+    write_lock().release()
+
+
+async def test_a_call_that_fails_in_its_turn_is_rolled_back_alone(project):
+    def fails() -> None:
+        Session.objects.create(project=project, key="failed")
+        raise RuntimeError("after its write")
+
+    failed, kept = await asyncio.gather(
+        short_write(fails),
+        short_write(lambda: Session.objects.create(project=project, key="kept").key),
+        return_exceptions=True,
+    )
+    assert isinstance(failed, RuntimeError) and kept == "kept"
+    assert await in_database_thread(lambda: list(Session.objects.values_list("key", flat=True))) == ["kept"]
+
+
+async def test_when_the_commit_fails_every_call_of_the_turn_fails_and_nothing_is_written(project):
+    def dangling() -> None:
+        # A session of a project that does not exist: SQLite checks the (deferred)
+        # foreign key at COMMIT.
+        Session.objects.create(project_id=project.pk + 1000, key="dangling")
+
+    results = await asyncio.gather(
+        short_write(dangling),
+        short_write(lambda: Session.objects.create(project=project, key="other").key),
+        return_exceptions=True,
+    )
+    assert [type(result) for result in results] == [IntegrityError, IntegrityError]
+    assert not await in_database_thread(Session.objects.exists)
+
+
+async def test_a_write_that_went_on_after_an_error_in_its_transaction_is_not_committed(project):
+    def swallowing_an_error() -> str:
+        Session.objects.create(project=project, key="kept")
+        try:
+            with transaction.atomic(savepoint=False):  # joins the call's transaction
+                raise IntegrityError("a failed statement")
+        except IntegrityError:
+            pass  # and goes on, as if what it wrote would be kept
+        return "answered"
+
+    with pytest.raises(TransactionManagementError):
+        await short_write(swallowing_an_error)
+    assert not await in_database_thread(Session.objects.exists)
 
 
 def test_busy_is_sqlite_s_lock_held_by_another_connection_only():
@@ -192,21 +262,6 @@ def test_busy_is_sqlite_s_lock_held_by_another_connection_only():
     locked.sqlite_errorcode = sqlite3.SQLITE_BUSY
     full = sqlite3.OperationalError("database or disk is full")
     full.sqlite_errorcode = sqlite3.SQLITE_FULL
-    assert database.busy(wrapped(locked))
-    assert not database.busy(wrapped(full))
-    assert not database.busy(OperationalError("no cause"))
-
-
-async def test_a_write_that_went_on_after_an_error_in_its_transaction_is_not_committed(token, project):
-    def swallowing_an_error() -> str:
-        Session.objects.create(project=project, key="kept")
-        try:
-            with transaction.atomic(savepoint=False):  # joins the write's transaction
-                raise IntegrityError("a failed statement")
-        except IntegrityError:
-            pass  # and goes on, as if what it wrote would be kept
-        return "answered"
-
-    with pytest.raises(TransactionManagementError):
-        write_on_loop(swallowing_an_error)
-    assert not await in_database_thread(Session.objects.filter(key="kept").exists)
+    assert loop_writes.busy(wrapped(locked))
+    assert not loop_writes.busy(wrapped(full))
+    assert not loop_writes.busy(OperationalError("no cause"))

@@ -1,6 +1,6 @@
 """How async code reaches the database: `in_database_thread`, for every route (the
-tool endpoint, the hooks, the MCP server) and for the live sockets; on SQLite,
-`short_write` and `loop_reader` for the agents' calls, on the event loop's thread.
+tool endpoint, the hooks, the MCP server) and for the live sockets; on SQLite, the
+agents' calls on the event loop's thread (`loop_reader` here, runtime.loop_writes).
 
 Django runs an async view's synchronous code in one thread per process, so that
 connections and transactions stay where they were opened. On PostgreSQL that one
@@ -21,19 +21,13 @@ took 110k instructions a hop, where the loop's own future resolved from the thre
 takes 20k. Where asgiref would choose another thread (a synchronous caller waiting on
 the loop, as a test is), its way is taken.
 
-On SQLite, short work may skip the hop and run on the event loop's own thread: the hop
-to the database thread and back costs ~80 us of CPU (two thread wake-ups, and the GIL
-handed back and forth under load), and SQLite takes one writer at a time, under the
-GIL for most of its work, whichever thread writes.
-
-- `short_write`: an agent's tool call (~0.6 ms of CPU) runs on the loop, in one
-  transaction holding SQLite's write lock taken without waiting, when nothing else
-  writes; else in the database thread, as before. Under 16 clients posting TodoWrite
-  hooks: 1.21-1.46 ms of server CPU per hook with the hop, 0.91-1.03 ms without. The
-  largest call accepted (100 steps, a 256 KB body) holds the loop for ~5 ms.
-- `loop_reader`: a read of a row or two by their indexes, from a read-only connection
-  of the loop thread's own (a hook with nothing to tell: 0.21 ms of CPU with the hop,
-  0.12 ms without).
+On SQLite, the agents' calls may skip the hop and run on the event loop's own thread
+instead: the hop there and back costs ~80 us of CPU (two thread wake-ups, and the
+interpreter's lock handed back and forth under load), and SQLite takes one writer at a
+time, under that lock for most of its work, whichever thread writes. Their writes are
+runtime.loop_writes'; here is `loop_reader`, for a read of a row or two by their
+indexes, from a read-only connection of the loop thread's own (a hook with nothing to
+tell: 0.21 ms of CPU with the hop, 0.12 ms without).
 
 `write_lock`: on SQLite, every writer of a process (the database thread, the webhook
 worker) queues on one lock before it writes.
@@ -46,20 +40,17 @@ import contextvars
 import queue
 import sqlite3
 import threading
-from asyncio import events
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from functools import cache
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, OperationalError, connection, connections, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.sqlite3.creation import DatabaseCreation
-from django.db.transaction import TransactionManagementError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -261,110 +252,13 @@ def loop_may_use_database() -> bool:
     )
 
 
-class NotHere:
-    """What `write_on_loop` gives when the work may not run on the loop: nothing done."""
-
-
-NOT_HERE = NotHere()
-
-
-async def short_write(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-    """`func(*args, **kwargs)`, a write of a fraction of a millisecond (an agent's tool
-    call): on SQLite at once, on the event loop's thread, when nothing else writes
-    (`write_on_loop`); else in a database thread."""
-    written = write_on_loop(func, *args, **kwargs)
-    if isinstance(written, NotHere):
-        return await in_database_thread(func, *args, **kwargs)
-    return written
-
-
-def write_on_loop(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R | NotHere:
-    """`func(*args, **kwargs)` on this thread, the event loop's, in a copy of the
-    task's context, in one transaction holding SQLite's write lock from the start, so
-    that nothing in it waits on another writer. NOT_HERE, with nothing done, when it
-    may not run here (`loop_may_use_database`), when this thread's connection is in a
-    transaction already (a test's), or when another writer holds the lock, of this
-    process (the database thread, the webhook worker) or another: the loop never
-    waits for a lock."""
-    if not loop_may_use_database() or not _sqlite_writer.acquire(blocking=False):
-        return NOT_HERE
-    try:
-        with django_on_the_loop():
-            db = connections[DEFAULT_DB_ALIAS]
-            if db.in_atomic_block:
-                return NOT_HERE
-            try:
-                with not_waiting(db), transaction.atomic():
-                    context = contextvars.copy_context()
-                    context.run(_writing_on_loop.set, True)
-                    written = context.run(func, *args, **kwargs)
-                    if db.needs_rollback:
-                        # An error inside was caught and the call went on: what it
-                        # wrote is rolled back, so it is not answered as written.
-                        raise TransactionManagementError("The write failed and was rolled back")
-                    return written
-            except OperationalError as error:
-                if busy(error):
-                    return NOT_HERE  # at BEGIN: nothing written
-                raise
-            finally:
-                db.close_if_unusable_or_obsolete()
-    finally:
-        _sqlite_writer.release()
-
-
-# Set in the context of the call write_on_loop runs.
-_writing_on_loop: contextvars.ContextVar[bool] = contextvars.ContextVar("writing_on_loop", default=False)
-
-
-def in_a_write_on_loop() -> bool:
-    """Whether this code runs in a call of write_on_loop's: in a transaction that holds
-    SQLite's write lock from its start and is rolled back whole on any error, where a
-    write needs no savepoint of its own."""
-    return _writing_on_loop.get()
-
-
-@contextmanager
-def django_on_the_loop() -> Iterator[None]:
-    """Django's database API on the event loop's thread, which Django refuses
-    (SynchronousOnlyOperation) as a guard against blocking the loop by mistake: here it
-    is meant. The guard looks for a running loop in the thread; the loop is hidden
-    from it for the time of the call (in this thread only)."""
-    loop = events._get_running_loop()
-    events._set_running_loop(None)
-    try:
-        yield
-    finally:
-        events._set_running_loop(loop)
-
-
-@contextmanager
-def not_waiting(db: BaseDatabaseWrapper) -> Iterator[None]:
-    """SQLite's busy timeout off on this connection: a lock another connection holds is
-    an error at once (`busy`), not a wait of up to the timeout."""
-    db.ensure_connection()
-    db.connection.execute("PRAGMA busy_timeout = 0")
-    try:
-        yield
-    finally:
-        if db.connection is not None:
-            timeout = db.settings_dict["OPTIONS"].get("timeout", 5)  # sqlite3's default
-            db.connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-
-
-def busy(error: OperationalError) -> bool:
-    """Whether SQLite refused for a lock another connection holds (SQLITE_BUSY)."""
-    code = getattr(error.__cause__, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF == sqlite3.SQLITE_BUSY
-
-
 # SQLite lets one writer in at a time and makes the others sleep-and-retry with a
 # growing back-off (1, 2, 5, 10, … ms: p99 over a second under 8 writers). Queueing
 # this process's writers on a lock first keeps them in order and the waits short.
 # Reentrant: a writer that holds it for its whole call writes under it too.
-_sqlite_writer = threading.RLock()
+SQLITE_WRITER = threading.RLock()
 
 
 def write_lock() -> AbstractContextManager:
     """Hold it around a write transaction (nothing to hold on PostgreSQL)."""
-    return _sqlite_writer if connection.vendor == "sqlite" else nullcontext()
+    return SQLITE_WRITER if connection.vendor == "sqlite" else nullcontext()

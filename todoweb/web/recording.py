@@ -1,15 +1,14 @@
 """The three routes into an agent's write path, the tool endpoint, the agents' hooks
-and the MCP server, meet here: in one short write (runtime.database.short_write: on
-SQLite, on the event loop's own thread when nothing else writes) the token and the
-session are read (in one query, unless the route checked the token already), the
-token checked, and the call recorded (writes.record); then its live frames are
-published."""
+and the MCP server, meet here: in one short write (runtime.loop_writes: on SQLite, on
+the event loop's own thread when nothing else writes) the token and the session are
+read (in one query, unless the route checked the token already), the token checked,
+and the call recorded (writes.record); once committed, its live frames are published."""
 
 from __future__ import annotations
 
 from todoweb.live import events
 from todoweb.models import ApiToken
-from todoweb.runtime.database import short_write
+from todoweb.runtime.loop_writes import short_write
 from todoweb.web.auth import check_token, require_write
 from todoweb.writes import sql
 from todoweb.writes.record import CallRequest, Recorded, record

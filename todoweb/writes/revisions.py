@@ -30,7 +30,8 @@ from todoweb.live import events
 from todoweb.models import Revision, Session
 from todoweb.plan.steps import FINISHED, WORKING, Item, Warning
 from todoweb.reads import plan_data, session_summary
-from todoweb.runtime.database import in_a_write_on_loop, write_lock
+from todoweb.runtime.database import write_lock
+from todoweb.runtime.loop_writes import in_a_turn
 from todoweb.webhooks import enqueue as webhooks
 from todoweb.writes import sql
 from todoweb.writes.sql import SessionRow
@@ -190,9 +191,9 @@ def append(new: NewRevision) -> events.Frames:
             webhooks.enqueue_revision(project, session, revision, new.result.changes, hooks, summary)
     else:
         # No savepoint inside a call written on the event loop: its transaction holds
-        # SQLite's write lock from its start, so nothing can move the session, and
-        # whatever fails rolls back the whole call.
-        with write_lock(), transaction.atomic(savepoint=not in_a_write_on_loop()):
+        # SQLite's write lock from its start, so nothing can move the session, and the
+        # call has a savepoint of its own, where whatever fails rolls back the whole call.
+        with write_lock(), transaction.atomic(savepoint=not in_a_turn()):
             parent = session.parent
             if parent is not None and parent.pk is None:
                 parent.save(force_insert=True)

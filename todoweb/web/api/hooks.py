@@ -28,7 +28,8 @@ from todoweb.calls.errors import InvalidInput
 from todoweb.calls.titles import cleaned, header_text
 from todoweb.live import events
 from todoweb.models import Question, Session
-from todoweb.runtime.database import in_database_thread, short_write
+from todoweb.runtime.database import in_database_thread
+from todoweb.runtime.loop_writes import short_write
 from todoweb.web.api.errors import error_response
 from todoweb.web.api.lookups import SESSION_KEY, check_key
 from todoweb.web.api.questions import MAX_WAIT, answered_within
