@@ -229,6 +229,12 @@ def per_idle_socket_kb(side: Side) -> float:
     """What IDLE_SOCKETS idle websockets add to the server's RSS, per socket."""
 
     async def measure() -> float:
+        # One socket first, so that what serving any socket starts once (todoweb's
+        # database thread, which a server whose writes run on its event loop has not
+        # needed yet) is not counted as the sockets'.
+        for watcher in await connect_watchers(side.socket_url, 1, any_message=side.name == "peer"):
+            watcher.close()
+        await asyncio.sleep(1)
         before = rss_mb(side.pids())
         watchers = await connect_watchers(side.socket_url, IDLE_SOCKETS, any_message=side.name == "peer")
         await asyncio.sleep(2)  # let the server settle

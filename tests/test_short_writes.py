@@ -43,13 +43,17 @@ def todo_write(session: str, call_id: str, status: str = "in_progress") -> dict[
 
 
 class Hops:
-    """Counts the writes handed to the database thread."""
+    """Counts the calls handed to the database thread (`count`), and the waits there
+    for what it had queued before them (`waits`)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.count = 0
+        self.count = self.waits = 0
 
         async def counted(func, *args, **kwargs):  # noqa: ANN001, ANN202
-            self.count += 1
+            if func is loop_writes.nothing:
+                self.waits += 1
+            else:
+                self.count += 1
             return await in_database_thread(func, *args, **kwargs)
 
         monkeypatch.setattr(loop_writes, "in_database_thread", counted)
@@ -143,7 +147,25 @@ async def test_with_another_writer_of_the_process_at_work_it_is_written_in_the_d
     release.set()
     assert (await posting).status_code == 200
     holder.join()
-    assert (await revisions_of("queued"), hops.count) == ([1], 1)
+    assert (await revisions_of("queued"), hops.count, hops.waits) == ([1], 1, 1)
+
+
+async def test_with_the_database_thread_writing_it_waits_behind_it_and_is_written_on_the_loop(project, hops):
+    writing, done = threading.Event(), threading.Event()
+
+    def a_long_write() -> None:
+        with write_lock():
+            writing.set()
+            done.wait()
+
+    long_write = asyncio.create_task(in_database_thread(a_long_write))
+    await asyncio.to_thread(writing.wait)
+    posting = asyncio.create_task(short_write(lambda: Session.objects.create(project=project, key="after").key))
+    while hops.waits < 1:
+        await asyncio.sleep(0)  # it waits for the database thread's work...
+    done.set()
+    await long_write
+    assert (await posting, hops.count) == ("after", 0)  # ...and is written on the loop
 
 
 async def test_with_the_database_locked_by_another_connection_it_is_written_in_the_database_thread(
@@ -152,11 +174,11 @@ async def test_with_the_database_locked_by_another_connection_it_is_written_in_t
     other = sqlite3.connect(connections["default"].settings_dict["NAME"], isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # SQLite's write lock, held by another connection
     posting = asyncio.create_task(post(agents_client, token, todo_write("locked", "toolu_1")))
-    await hops.until(1)  # the loop did not wait: the database thread does
+    await hops.until(1)  # the loop did not wait for the lock: the database thread does
     other.execute("COMMIT")
     other.close()
     assert (await posting).status_code == 200
-    assert (await revisions_of("locked"), hops.count) == ([1], 1)
+    assert (await revisions_of("locked"), hops.count, hops.waits) == ([1], 1, 1)
     # The loop thread's connection waits on a lock again as configured, outside its writes.
     with loop_writes.django_on_the_loop():
         db = connections["default"]

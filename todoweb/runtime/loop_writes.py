@@ -8,8 +8,9 @@ SQLite a call is written where its request is served, when nothing else writes:
 
 - The first call of a turn of the loop opens a transaction that takes the process's
   write lock without blocking and SQLite's without waiting (BEGIN IMMEDIATE with the
-  busy timeout off). If either is held (by the database thread, the webhook worker,
-  another process), the call goes to the database thread, as on PostgreSQL.
+  busy timeout off). If either is held, the call waits for the database thread to
+  finish what is queued there (the usual holder) and tries again; held still (by the
+  webhook worker, another process), it goes to the database thread, as on PostgreSQL.
 - The calls of the same turn (requests that arrived together) join it, each in a
   savepoint of its own: a call that fails is rolled back alone.
 - At the loop's next turn the transaction commits once for all of them, and only
@@ -48,12 +49,23 @@ async def short_write(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -
     """`func(*args, **kwargs)`, a write of a fraction of a millisecond (an agent's tool
     call), once committed: on SQLite on the event loop's thread when nothing else
     writes, in the turn's transaction; else in a database thread."""
-    if loop_may_use_database() and (committed := TURN.join()) is not None:
-        written = TURN.run(func, *args, **kwargs)
-        # Shielded: a caller that goes away does not cancel the other calls' commit.
-        await asyncio.shield(committed)
-        return written
+    if loop_may_use_database():
+        for attempt in range(2):
+            if (committed := TURN.join()) is not None:
+                written = TURN.run(func, *args, **kwargs)
+                # Shielded: a caller that goes away does not cancel the other calls' commit.
+                await asyncio.shield(committed)
+                return written
+            if attempt == 0:
+                # Another writer holds the lock, most often the database thread: wait
+                # behind its work, then try again, rather than add to it (calls sent
+                # there because it was busy kept it busy, and every call after them).
+                await in_database_thread(nothing)
     return await in_database_thread(func, *args, **kwargs)
+
+
+def nothing() -> None:
+    """Run in the database thread, to wait for what is queued there before it."""
 
 
 class Turn:
