@@ -217,7 +217,23 @@ class Commits:
         monkeypatch.setattr(loop_writes.Turn, "commit", counted)
 
 
-async def test_the_calls_of_one_turn_are_committed_once(project, monkeypatch):
+@pytest.fixture
+def grouping(monkeypatch) -> None:
+    """Calls in quick succession, as under load: a turn waits for the calls that come with it."""
+    monkeypatch.setattr(loop_writes, "GROUPING_WINDOW", 3600.0)
+
+
+async def test_a_call_that_comes_alone_is_committed_at_once(project, monkeypatch):
+    commits = Commits(monkeypatch)
+    monkeypatch.setattr(loop_writes, "GROUPING_WINDOW", 0.0)
+    one, two = await asyncio.gather(
+        short_write(lambda: Session.objects.create(project=project, key="one").key),
+        short_write(lambda: Session.objects.create(project=project, key="two").key),
+    )
+    assert (one, two, commits.count) == ("one", "two", 2)
+
+
+async def test_the_calls_of_one_turn_are_committed_once(project, monkeypatch, grouping):
     commits = Commits(monkeypatch)
     one, two = await asyncio.gather(
         short_write(lambda: Session.objects.create(project=project, key="one").key),
@@ -230,7 +246,7 @@ async def test_the_calls_of_one_turn_are_committed_once(project, monkeypatch):
     write_lock().release()
 
 
-async def test_a_call_that_fails_in_its_turn_is_rolled_back_alone(project):
+async def test_a_call_that_fails_in_its_turn_is_rolled_back_alone(project, grouping):
     def fails() -> None:
         Session.objects.create(project=project, key="failed")
         raise RuntimeError("after its write")
@@ -244,7 +260,7 @@ async def test_a_call_that_fails_in_its_turn_is_rolled_back_alone(project):
     assert await in_database_thread(lambda: list(Session.objects.values_list("key", flat=True))) == ["kept"]
 
 
-async def test_when_the_commit_fails_every_call_of_the_turn_fails_and_nothing_is_written(project):
+async def test_when_the_commit_fails_every_call_of_the_turn_fails_and_nothing_is_written(project, grouping):
     def dangling() -> None:
         # A session of a project that does not exist: SQLite checks the (deferred)
         # foreign key at COMMIT.
