@@ -25,9 +25,10 @@ On SQLite, the agents' calls may skip the hop and run on the event loop's own th
 instead: the hop there and back costs ~80 us of CPU (two thread wake-ups, and the
 interpreter's lock handed back and forth under load), and SQLite takes one writer at a
 time, under that lock for most of its work, whichever thread writes. Their writes are
-runtime.loop_writes'; here is `loop_reader`, for a read of a row or two by their
-indexes, from a read-only connection of the loop thread's own (a hook with nothing to
-tell: 0.21 ms of CPU with the hop, 0.12 ms without).
+in runtime.loop_writes; here are `loop_may_use_database`, which both ask, and
+`loop_reader`, for a read of a row or two by their indexes, from a read-only
+connection of the loop thread's own (a hook with nothing to tell: 0.21 ms of CPU with
+the hop, 0.12 ms without).
 
 `write_lock`: on SQLite, every writer of a process (the database thread, the webhook
 worker) queues on one lock before it writes.

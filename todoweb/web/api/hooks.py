@@ -315,7 +315,7 @@ async def unrecorded_answer(found_by: str, read: HookCall, reason: str, only_hoo
         notice, frames = await short_write(tell_with_token, found_by, read.session_key, read.route)
         await events.asend(frames)
     else:
-        require_write(await in_database_thread(token_by_digest, found_by))
+        require_write(await short_write(token_by_digest, found_by))  # notes the token's use
         notice = None
     return hook_answer(read, notice, {"ok": True, "ignored": True, "reason": reason}, only_hook_output=only_hook_output)
 
