@@ -48,25 +48,44 @@ GEMINI_TODOS = [{"description": "Fix it", "status": "in_progress"}]
 # without a Django request; "route", the agents' route with one; "api", the API handler).
 # `{s}` is the session key: each case runs on a session of its own on each side.
 CASES: list[tuple[str, str, str, dict[str, str], Any, bool]] = [
-    ("POST", "/api/v1/sessions/{s}/tool", "", {}, TOOL_USE, "route"),
-    ("POST", "/api/v1/sessions/{s}/tool", "reply=native", {}, TOOL_USE, "route"),
-    ("POST", "/api/v1/sessions/{s}/tool", "reply=checklist&title=Shop%20fix", {}, TOOL_USE, "route"),
+    ("POST", "/api/v1/sessions/{s}/tool", "", {}, TOOL_USE, "bare"),
+    ("POST", "/api/v1/sessions/{s}/tool", "reply=native", {}, TOOL_USE, "bare"),
+    ("POST", "/api/v1/sessions/{s}/tool", "reply=checklist&title=Shop%20fix", {}, TOOL_USE, "bare"),
     (
         "POST",
         "/api/v1/sessions/{s}/tool",
         "dialect=claude",
         {"X-Todoweb-Title": "UTF-8''The%20%E5%BA%97%20fix"},
         TOOL_USE,
+        "bare",
+    ),
+    ("POST", "/api/v1/sessions/{s}/tool", "", {"Idempotency-Key": " key-1 "}, TOOL_USE, "bare"),
+    ("POST", "/api/v1/sessions/{s}/tool", "", {"If-Match": "*", "X-Api-Key": "ignored"}, TOOL_USE, "bare"),
+    ("POST", "/api/v1/sessions/{s}/tool", "", {"Authorization": "", "X_Api_Key": "{t}"}, TOOL_USE, "route"),
+    ("POST", "/api/v1/sessions/{s}/tool", "", {"Authorization": "", "X-Api-Key": "{t}"}, TOOL_USE, "bare"),
+    (
+        "POST",
+        "/api/v1/sessions/{s}/tool",
+        "",
+        {"Content-Type": "text/plain", "Content_Type": "application/json"},
+        TOOL_USE,
         "route",
     ),
     ("POST", "/api/v1/sessions/{s}/tool", "", {}, {"tool": "TodoWrite", "input": {"todos": "nope"}}, "route"),
     ("POST", "/api/v1/sessions/{s}/tool", "", {}, {"tool": "NoSuchTool", "input": {}}, "route"),
+    ("POST", "/api/v1/sessions/{s}/tool", "", {}, [TOOL_USE], "route"),
     ("POST", "/api/v1/sessions/{s}/tool", "", {}, b'{"tool": "TodoWrite", "input": ', "route"),
     ("POST", "/api/v1/sessions/{s}/tool", "", {"Content-Type": "text/plain"}, b"{}", "route"),
+    ("POST", "/api/v1/sessions/{s}/tool", "", {"Content-Type": "application/json; charset=utf-8"}, TOOL_USE, "route"),
     ("POST", "/api/v1/sessions/{s}/tool", "", {"Authorization": "Bearer nope"}, TOOL_USE, "route"),
+    ("POST", "/api/v1/sessions/{s}/tool", "", {"Authorization": ""}, TOOL_USE, "route"),
+    ("POST", "/api/v1/sessions/{s}/tool", "", {"Authorization": "Bearer {r}"}, TOOL_USE, "route"),
     ("POST", "/api/v1/sessions/{s}/tool", "", {"If-Match": '"7"'}, TOOL_USE, "route"),
+    ("POST", "/api/v1/sessions/{s}/tool", "", {"If-Match": "seven"}, TOOL_USE, "route"),
+    ("POST", "/api/v1/sessions/{s}/tool", "", {}, TOOL_USE | {"expected_revision": "1"}, "route"),
     ("POST", "/api/v1/sessions/{s}/tool", "", {"Idempotency-Key": "x" * 300}, TOOL_USE, "route"),
     ("POST", "/api/v1/sessions/{s}/tool", "", {}, {"tool": "TodoWrite", "input": {"todos": TODOS * 400}}, "route"),
+    ("POST", "/api/v1/sessions/{s}/tool", "title=%FF", {}, TOOL_USE, "bare"),
     ("POST", "/api/v1/sessions/{s}/tool", "reply=bogus", {}, TOOL_USE, "api"),
     ("POST", "/api/v1/sessions/{s}/tool", "reply=native&reply=checklist", {}, TOOL_USE, "api"),
     ("POST", "/api/v1/sessions/{s}/tool", "other=1", {}, TOOL_USE, "api"),
@@ -266,6 +285,23 @@ async def test_a_hook_with_its_token_twice_is_read_as_the_api_reads_it(clients, 
     assert comparable(answers[0], "twice") == comparable(answers[1], "twice")
     assert answers[0].status_code == 401
     assert counted.made == 1  # the route's view answered it, not the route alone
+
+
+async def test_a_tool_call_with_a_header_twice_is_read_as_the_api_reads_it(clients, token):
+    by_routes, by_api, counted = clients
+    headers = [
+        ("Authorization", f"Bearer {token}"),
+        ("Content-Type", "application/json"),
+        ("Idempotency-Key", "first"),
+        ("Idempotency-Key", "second"),
+    ]
+    answers = [
+        await client.post(f"/api/v1/sessions/twice-{n}/tool", headers=headers, json=TOOL_USE)
+        for n, client in enumerate((by_routes, by_api))
+    ]
+    assert comparable(answers[0], "twice-0") == comparable(answers[1], "twice-1")
+    assert answers[0].status_code == 200
+    assert counted.made == 1  # the route's view answered it (the key read as "first,second")
 
 
 async def test_the_rate_limit_counts_hooks_answered_without_a_request(clients, token, settings):

@@ -6,10 +6,12 @@ hot path (every tool call of an agent whose hook posts them all), and that machi
 cost more than the write itself.
 
 The views and the answers are the API's own (todoweb.web.api.tools and .hooks). A
-hook event is read from the ASGI request alone and answered with the hook's own bytes
-(todoweb.web.api.hooks.record_hook), with no Django request or response made unless
-there is an error to answer. A tool call's request is Django's ASGIRequest, made and
-answered by the API handler's own methods.
+hook event or a tool call is read from the ASGI request alone and answered with the
+answer's own bytes (todoweb.web.api.hooks.record_hook, .tools.record_tool), with no
+Django request or response made unless there is an error to answer. A request it
+cannot read that way (a Content-Type with parameters, a header given twice) is read
+through Django's ASGIRequest by the endpoint's view, made and answered by the API
+handler's own methods.
 No request_finished signal either: it would cost a hop to the database thread, where
 the connection is checked after each piece of work instead (runtime.database). A
 request this route is not sure of (a query parameter it does not know or whose value
@@ -32,10 +34,10 @@ from django.http import HttpRequest, HttpResponseBase, QueryDict
 
 from todoweb.calls.jsonio import loads
 from todoweb.web.api import api
-from todoweb.web.api.errors import error_response
-from todoweb.web.api.hooks import AGENTS, PLAN_WAIT, HookFailed, HookInput, HookPost, hook_response, record_hook
+from todoweb.web.api.errors import CallFailed, error_response
+from todoweb.web.api.hooks import AGENTS, PLAN_WAIT, HookInput, HookPost, hook_response, record_hook
 from todoweb.web.api.questions import MAX_WAIT
-from todoweb.web.api.tools import post_tool_call
+from todoweb.web.api.tools import ToolPost, post_tool_call, record_tool
 
 TOOL_PATH = re.compile(r"/api/v1/sessions/([^/]+)/tool")
 HOOK_PATH = re.compile(r"/api/v1/hooks/([a-z-]+)")
@@ -46,14 +48,27 @@ HOOK_ANSWERS = (None, "full", "hook")
 WAIT = re.compile(r"[1-9][0-9]{0,3}")
 
 View = Callable[[HttpRequest], Awaitable[HttpResponseBase] | None]
+# An answer's bytes (200, JSON), and whether it replays an earlier call's.
+Answering = Awaitable[tuple[bytes, bool]]
 
 
 def tool_view(request: HttpRequest, session_key: str) -> Awaitable[HttpResponseBase] | None:
-    """The tool endpoint's answer (None: a query the API must read)."""
-    query = single_values(request.META["QUERY_STRING"], {"reply", "dialect", "title"})
-    if query is None or query.get("reply") not in REPLIES or query.get("dialect") == "":
+    """The tool endpoint's answer, for a request the route could not read alone (None:
+    a query the API must read)."""
+    query = tool_query(request.META["QUERY_STRING"])
+    if query is None:
         return None
     return post_tool_call(request, session_key, reply=query.get("reply"), dialect=query.get("dialect"))
+
+
+def tool_query(query_string: str | None) -> dict[str, str] | None:
+    """A tool call's query parameters (None: a query the API must read)."""
+    if query_string is None:
+        return None
+    query = single_values(query_string, {"reply", "dialect", "title"})
+    if query is None or query.get("reply") not in REPLIES or query.get("dialect") == "":
+        return None
+    return query
 
 
 def hook_view(request: HttpRequest, name: str) -> Awaitable[HttpResponseBase] | None:
@@ -70,8 +85,10 @@ def hook_view(request: HttpRequest, name: str) -> Awaitable[HttpResponseBase] | 
     return hook_response(request, name, posted)
 
 
-def hook_query(query_string: str) -> dict[str, str] | None:
+def hook_query(query_string: str | None) -> dict[str, str] | None:
     """A hook's query parameters, `wait` filled in (None: a query the API must read)."""
+    if query_string is None:
+        return None
     query = single_values(query_string, {"reply", "answer", "wait"})
     if query is None or query.get("reply") not in REPLIES or query.get("answer") not in HOOK_ANSWERS:
         return None
@@ -97,8 +114,9 @@ def single_values(query_string: str, known: set[str]) -> dict[str, str] | None:
 class Route:
     """One of the agents' write endpoints, as a request's path names it."""
 
-    view: View
-    hook_name: str | None = None  # the agent whose hook it is (None: the tool endpoint)
+    view: View  # its answer through Django's request
+    # Its answer from the ASGI request and body alone (None: the view reads the request).
+    answer: Callable[[dict[str, Any], bytes], Answering | None]
 
 
 def route_of(scope: dict[str, Any]) -> Route | None:
@@ -108,28 +126,25 @@ def route_of(scope: dict[str, Any]) -> Route | None:
     path = scope["path"]
     if match := TOOL_PATH.fullmatch(path):
         key = match.group(1)
-        return Route(lambda request: tool_view(request, key))
+        return Route(lambda request: tool_view(request, key), lambda scope, body: tool_answer(scope, body, key))
     if (match := HOOK_PATH.fullmatch(path)) and match.group(1) in AGENTS:
         name = match.group(1)
-        return Route(lambda request: hook_view(request, name), hook_name=name)
+        return Route(lambda request: hook_view(request, name), lambda scope, body: hook_answer(scope, body, name))
     return None
 
 
-def hook_request(scope: dict[str, Any], body: bytes) -> HookPost | None:
-    """The hook as posted, read from the ASGI request alone, when everything the API
+def hook_answer(scope: dict[str, Any], body: bytes, name: str) -> Answering | None:
+    """The hook's answer, read from the ASGI request alone, when everything the API
     would check of it is as the API takes it (None: the hook view reads it)."""
-    try:
-        query = hook_query(scope["query_string"].decode())  # as Django decodes it
-    except UnicodeDecodeError:
-        return None
-    headers = request_headers(scope, HOOK_HEADERS)
-    if query is None or headers is None or headers.get(b"content-type") != "application/json":
+    query = hook_query(query_text(scope))
+    headers = json_request_headers(scope, HOOK_HEADERS)
+    if query is None or headers is None:
         return None
     try:
         hook = HookInput.model_validate(loads(body, what="The body"))
     except Exception:
         return None
-    return HookPost(
+    posted = HookPost(
         hook,
         query.get("reply"),
         query.get("answer"),
@@ -138,21 +153,67 @@ def hook_request(scope: dict[str, Any], body: bytes) -> HookPost | None:
         headers.get(b"x-api-key", ""),
         headers.get(b"x-todoweb-branch"),
     )
+    return answered_hook(name, posted)
+
+
+async def answered_hook(name: str, posted: HookPost) -> tuple[bytes, bool]:
+    answered = await record_hook(name, posted)
+    return answered.content, answered.replayed
+
+
+def tool_answer(scope: dict[str, Any], body: bytes, session_key: str) -> Answering | None:
+    """The tool call's answer, read from the ASGI request alone, when everything the
+    API would check of it is as the API takes it (None: the tool view reads it)."""
+    query = tool_query(query_text(scope))
+    headers = json_request_headers(scope, TOOL_HEADERS)
+    if query is None or headers is None:
+        return None
+    try:
+        call_body = loads(body, what="The body")
+    except Exception:
+        return None
+    posted = ToolPost(
+        call_body,
+        query.get("reply"),
+        query.get("dialect"),
+        query.get("title"),
+        headers.get(b"x-todoweb-title"),
+        headers.get(b"idempotency-key", ""),
+        headers.get(b"if-match"),
+        headers.get(b"authorization", ""),
+        headers.get(b"x-api-key", ""),
+    )
+    return answered_tool(session_key, posted)
+
+
+async def answered_tool(session_key: str, posted: ToolPost) -> tuple[bytes, bool]:
+    answer = await record_tool(session_key, posted)
+    return answer.content(), answer.replayed
 
 
 HOOK_HEADERS = {b"content-type", b"authorization", b"x-api-key", b"x-todoweb-branch"}
+TOOL_HEADERS = {b"content-type", b"authorization", b"x-api-key", b"x-todoweb-title", b"idempotency-key", b"if-match"}
 
 
-def request_headers(scope: dict[str, Any], names: set[bytes]) -> dict[bytes, str] | None:
-    """These headers of the request, as text (None: one of them is given twice, which
-    Django would read joined)."""
+def query_text(scope: dict[str, Any]) -> str | None:
+    """The query string as Django decodes it (None: not UTF-8, which the API reads)."""
+    try:
+        return scope["query_string"].decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def json_request_headers(scope: dict[str, Any], names: set[bytes]) -> dict[bytes, str] | None:
+    """These headers of a request whose Content-Type is JSON, as text (None: another
+    type, or one with parameters, or one of them given twice, which Django would read
+    joined). A name with an underscore is not one of them, as Django ignores it."""
     found: dict[bytes, str] = {}
     for name, value in scope["headers"]:
         if name in names:
             if name in found:
                 return None
             found[name] = value.decode("latin-1")
-    return found
+    return found if found.get(b"content-type") == "application/json" else None
 
 
 class AgentRoutes:
@@ -171,36 +232,37 @@ class AgentRoutes:
         body, complete = await read_body(receive, settings.TODOWEB_MAX_BODY_BYTES)
         if body is None:
             return  # the client went away
-        posted = hook_request(scope, body) if complete and route.hook_name else None
-        if posted is not None:
-            await self.answer_hook(scope, body, route.hook_name, posted, send)
+        answering = route.answer(scope, body) if complete else None
+        if answering is not None:
+            await self.answer(scope, body, answering, send)
             return
         request, response = self.api.create_request(scope, io.BytesIO(body))
-        answering = route.view(request) if request is not None and complete else None
-        if answering is None and request is not None:
+        viewing = route.view(request) if request is not None and complete else None
+        if viewing is None and request is not None:
             await self.api(scope, replaying(body, complete, receive), send)
             return
-        if answering is not None:
+        if viewing is not None:
             try:
-                response = await answering
+                response = await viewing
             except Exception as error:
                 response = api.on_exception(request, error)  # as ninja answers it
         # Connections are checked where they are used (in_database_thread): no
         # request_finished, which would cost a hop to the database thread.
         await self.api.send_response(response, send)
 
-    async def answer_hook(self, scope: dict[str, Any], body: bytes, name: str, posted: HookPost, send: Any) -> None:
-        """A hook's answer without Django's request and response (7% of a TodoWrite
-        hook's instructions); the request is made for an error's answer only."""
+    async def answer(self, scope: dict[str, Any], body: bytes, answering: Answering, send: Any) -> None:
+        """An answer without Django's request and response (7% of a TodoWrite hook's
+        instructions); the request is made for an error's answer only."""
         try:
-            answered = await record_hook(name, posted)
-        except HookFailed as failed:
+            content, replayed = await answering
+        except CallFailed as failed:
             request, _ = self.api.create_request(scope, io.BytesIO(body))
             await self.api.send_response(error_response(request, failed.error, call=failed.call), send)
             return
-        headers = REPLAYED_HEADERS if answered.replayed else JSON_HEADERS
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": answered.content})
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": REPLAYED_HEADERS if replayed else JSON_HEADERS}
+        )
+        await send({"type": "http.response.body", "body": content})
 
 
 JSON_HEADERS = [(b"Content-Type", b"application/json")]

@@ -48,6 +48,16 @@ class ErrorAnswer(BaseModel):
     reply: dict[str, Any] | None = Field(None, description="The error as a tool result, in the call's own form")
 
 
+class CallFailed(Exception):
+    """A tool call or hook event answered with an error: the error, and the tool call
+    as read (once the call is read, the error's answer carries the reply for the model)."""
+
+    def __init__(self, error: Exception, call: ToolCall | None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.call = call
+
+
 # Where each domain error lands in HTTP.
 HTTP_STATUS: dict[type[TodowebError], int] = {
     InvalidJson: 400,

@@ -30,7 +30,7 @@ from todoweb.live import events
 from todoweb.models import Question, Session
 from todoweb.runtime.database import in_database_thread
 from todoweb.runtime.loop_writes import short_write
-from todoweb.web.api.errors import error_response
+from todoweb.web.api.errors import CallFailed, error_response
 from todoweb.web.api.lookups import SESSION_KEY, check_key
 from todoweb.web.api.questions import MAX_WAIT, answered_within
 from todoweb.web.api.quiet_hooks import nothing_to_tell
@@ -210,21 +210,11 @@ class HookAnswer:
         return json_answer(self.content, replayed=self.replayed)
 
 
-class HookFailed(Exception):
-    """A hook event answered with an error: the error, and the tool call as read (once
-    the call is read, the error's answer carries the reply for the model)."""
-
-    def __init__(self, error: Exception, call: ToolCall | None) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.call = call
-
-
 async def hook_response(request: HttpRequest, name: str, posted: HookPost) -> HttpResponse:
     """The hook's answer as a Django response, for the API's view."""
     try:
         answered = await record_hook(name, posted)
-    except HookFailed as failed:
+    except CallFailed as failed:
         return error_response(request, failed.error, call=failed.call)
     return answered.response()
 
@@ -264,7 +254,7 @@ def read_hook(name: str, hook: HookInput) -> HookCall:
 
 
 async def record_hook(name: str, posted: HookPost) -> HookAnswer:
-    """The answer to a hook event of agent `name` (HookFailed: the error to answer).
+    """The answer to a hook event of agent `name` (CallFailed: the error to answer).
     No Django request is needed: the agents' route answers hooks without making one."""
     hook, call = posted.hook, None
     try:
@@ -295,7 +285,7 @@ async def record_hook(name: str, posted: HookPost) -> HookAnswer:
         )
         recorded = (await record_call(posted.token_digest(), write)).answer
     except Exception as error:
-        raise HookFailed(error, call) from error
+        raise CallFailed(error, call) from error
     if posted.answer == "hook":
         return HookAnswer(hook_answer(read, recorded.notice, {}, only_hook_output=True))
     # The model already has the tool's own answer: people's messages go in as context.

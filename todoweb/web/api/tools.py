@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from django.http import HttpRequest, HttpResponse
@@ -11,13 +11,14 @@ from ninja import Field, Query, Router, Schema
 
 from todoweb import dialects
 from todoweb.calls import titles
+from todoweb.calls.answers import Answer
 from todoweb.calls.envelopes import parse_call, with_title
 from todoweb.calls.errors import ApiError, InvalidInput
 from todoweb.web.api.body import json_body, oversized_call
-from todoweb.web.api.errors import error_response
+from todoweb.web.api.errors import CallFailed, error_response
 from todoweb.web.api.lookups import check_key
 from todoweb.web.api.preconditions import if_match_revision
-from todoweb.web.auth import token_digest
+from todoweb.web.auth import digest_of
 from todoweb.web.recording import record_call
 from todoweb.writes.record import CallRequest
 
@@ -157,42 +158,83 @@ async def post_tool_call(
     the text for the model (`output`), the reply in the caller's format and the data.
     `dialect` forces a dialect where several share the tool's name; a title (the plain
     form's field, the X-Todoweb-Title header or `title`) names the session."""
+    try:
+        body = json_body(request)
+    except Exception as error:
+        # A body over the limit may still carry a call: the model is told its list is too large.
+        call = oversized_call(request) if isinstance(error, ApiError) and error.status == 413 else None
+        return error_response(request, error, call=call)
+    try:
+        answer = await record_tool(session_key, ToolPost.of_request(request, body, reply, dialect))
+    except CallFailed as failed:
+        return error_response(request, failed.error, call=failed.call)
+    return answer.response()
+
+
+@dataclass(frozen=True)
+class ToolPost:
+    """A tool call as posted: its body as read, the query's choices and the headers the
+    endpoint reads (as sent)."""
+
+    body: Any
+    reply: str | None = None  # "checklist" or "native": the reply's form
+    dialect: str | None = None  # ?dialect=
+    title: str | None = None  # ?title=
+    title_header: str | None = None
+    idempotency_key: str = ""
+    if_match: str | None = None
+    authorization: str = ""
+    api_key: str = ""
+
+    @classmethod
+    def of_request(cls, request: HttpRequest, body: Any, reply: str | None, dialect: str | None) -> ToolPost:
+        headers = request.headers
+        return cls(
+            body,
+            reply,
+            dialect,
+            request.GET.get("title"),
+            headers.get(titles.HEADER),
+            headers.get("Idempotency-Key", ""),
+            headers.get("If-Match"),
+            headers.get("Authorization", ""),
+            headers.get("X-Api-Key", ""),
+        )
+
+
+async def record_tool(session_key: str, posted: ToolPost) -> Answer:
+    """The answer to a tool call posted to the session `session_key` (CallFailed: the
+    error to answer). No Django request is needed: the agents' route answers tool calls
+    without making one."""
     call = None
     try:
-        try:
-            body = json_body(request)
-        except ApiError as error:
-            if error.status == 413:
-                call = oversized_call(request)  # the model is told its list is too large
-            raise
-        call = parse_call(body, dialect=dialect)
-        call = with_title(call, body, header=request.headers.get(titles.HEADER), query=request.GET.get("title"))
+        call = parse_call(posted.body, dialect=posted.dialect)
+        call = with_title(call, posted.body, header=posted.title_header, query=posted.title)
         # Before the key reaches a query: PostgreSQL refuses text with a NUL in it.
         check_key(session_key)
         write = CallRequest(
             session_key=session_key,
             call=call,
-            reply_style=reply,
-            idempotency_key=idempotency_key(request),
-            expected_revision=expected_revision(request, body),
+            reply_style=posted.reply,
+            idempotency_key=idempotency_key(posted.idempotency_key),
+            expected_revision=expected_revision(posted.if_match, posted.body),
             route="tool endpoint",
         )
-        recorded = await record_call(token_digest(request), write)
+        return (await record_call(digest_of(posted.authorization, posted.api_key), write)).answer
     except Exception as error:
         # Once the call is read, every error answer carries the reply for the model.
-        return error_response(request, error, call=call)
-    return recorded.answer.response()
+        raise CallFailed(error, call) from error
 
 
-def idempotency_key(request: HttpRequest) -> str | None:
-    key = request.headers.get("Idempotency-Key", "").strip()
+def idempotency_key(header: str) -> str | None:
+    key = header.strip()
     if len(key) > 255:
         raise InvalidInput("Idempotency-Key is longer than 255 characters")
     return key or None
 
 
-def expected_revision(request: HttpRequest, body: dict[str, Any]) -> int | None:
-    revision = if_match_revision(request.headers.get("If-Match"), required=False)
+def expected_revision(if_match: str | None, body: dict[str, Any]) -> int | None:
+    revision = if_match_revision(if_match, required=False)
     if revision is not None:
         return revision
     value = body.get("expected_revision")
