@@ -23,6 +23,20 @@ async def test_a_group_message_reaches_every_member_as_it_is():
     assert first not in channels.channels and second not in channels.channels
 
 
+async def test_frames_put_at_once_reach_their_groups_members_as_they_are():
+    channels = ProcessLayer()
+    first, second = await channels.new_channel(), await channels.new_channel()
+    await channels.group_add("session-a", first)
+    await channels.group_add("dashboard-1", second)
+    snapshot = {"type": "live.frame", "group": "session-a", "text": "{}"}
+    summary = {"type": "live.frame", "group": "dashboard-1", "text": "[]"}
+    unwatched = {"type": "live.frame", "group": "dashboard-all", "text": "[]"}
+    channels.put_frames([snapshot, summary, unwatched])
+    assert await channels.receive(first) is snapshot
+    assert await channels.receive(second) is summary
+    assert first not in channels.channels and second not in channels.channels  # nothing more queued
+
+
 async def test_expired_memberships_are_swept_at_most_once_a_second(monkeypatch):
     channels = ProcessLayer(group_expiry=60)
     member = await channels.new_channel()

@@ -66,14 +66,18 @@ class SessionSnapshot(Event):
     display: dict[str, Any]
 
     def route(self) -> dict[str, Any]:
-        info = self.session
-        return {
-            "session": info["id"],
-            "revision": self.revision,
-            "state": info["state"],
-            "title": info["title"],
-            "updated_at": info["updated_at"],
-        }
+        return snapshot_route(self.session, self.revision)
+
+
+def snapshot_route(info: dict[str, Any], revision: int) -> dict[str, Any]:
+    """A snapshot's routing fields, from its session's info and its revision."""
+    return {
+        "session": info["id"],
+        "revision": revision,
+        "state": info["state"],
+        "title": info["title"],
+        "updated_at": info["updated_at"],
+    }
 
 
 class SessionState(Event):
@@ -183,16 +187,27 @@ PUBLISH_TIMEOUT = 1.0
 Frames = list[dict[str, Any]]
 
 
-def session_frames(
-    *, public_id: str, project_id: int, session_event: Event, summary: dict[str, Any], session_text: str | None = None
-) -> Frames:
+def session_frames(*, public_id: str, project_id: int, session_event: Event, summary: dict[str, Any]) -> Frames:
     """For watchers of the session and of its project's dashboards: a snapshot or a
     state event, and the session's summary."""
-    dashboard_event = SessionSummary.model_construct(session=summary)
-    dashboard_text = orjson.dumps({"type": dashboard_event.type, "session": summary}).decode()
-    return frames(session_event, session_group(public_id), text=session_text) + frames(
-        dashboard_event, dashboard_group(project_id), STAFF_GROUP, text=dashboard_text
-    )
+    return frames(session_event, session_group(public_id)) + summary_frames(project_id, summary)
+
+
+def revision_frames(
+    *, public_id: str, project_id: int, data: dict[str, Any], snapshot_text: str, summary: dict[str, Any]
+) -> Frames:
+    """`session_frames` of a new revision's snapshot, made from the revision's data
+    shape and the snapshot's text (serialised already) without the event itself:
+    every write of an agent makes these."""
+    route = snapshot_route(data["session"], data["revision"])
+    snapshot = {"type": FRAME, "group": session_group(public_id), "kind": "session.snapshot", "text": snapshot_text}
+    return [snapshot | route, *summary_frames(project_id, summary)]
+
+
+def summary_frames(project_id: int, summary: dict[str, Any]) -> Frames:
+    event = SessionSummary.model_construct(session=summary)
+    text = orjson.dumps({"type": event.type, "session": summary}).decode()
+    return frames(event, dashboard_group(project_id), STAFF_GROUP, text=text)
 
 
 def archived_frames(*, public_id: str, project_id: int) -> Frames:
@@ -239,8 +254,10 @@ async def asend(messages: Frames) -> None:
     if layer is None or not messages:
         return
     try:
-        # The one process's layer puts frames on queues and never waits: no timer.
-        async with asyncio.timeout(None if isinstance(layer, ProcessLayer) else PUBLISH_TIMEOUT):
+        if isinstance(layer, ProcessLayer):
+            layer.put_frames(messages)  # on the process's queues: nothing to wait for
+            return
+        async with asyncio.timeout(PUBLISH_TIMEOUT):
             for message in messages:
                 await layer.group_send(message["group"], message)
     except Exception as exc:

@@ -207,11 +207,11 @@ def append(new: NewRevision) -> events.Frames:
             if hooks:
                 webhooks.enqueue_revision(project, session, revision, new.result.changes, hooks, summary)
     new.row.current = revision
-    return events.session_frames(
+    return events.revision_frames(
         public_id=session.public_id,
         project_id=session.project_id,
-        session_event=events.SessionSnapshot.model_construct(**new.data),
-        session_text=answers.snapshot_text(new.data_json),
+        data=new.data,
+        snapshot_text=answers.snapshot_text(new.data_json),
         summary=summary,
     )
 
