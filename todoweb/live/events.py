@@ -120,13 +120,17 @@ class SessionSummary(Event):
     session: dict[str, Any]
 
     def route(self) -> dict[str, Any]:
-        info = self.session
-        return {
-            "session": info["id"],
-            "revision": info["revision"],
-            "state": info["state"],
-            "updated_at": info["updated_at"],
-        }
+        return summary_route(self.session)
+
+
+def summary_route(summary: dict[str, Any]) -> dict[str, Any]:
+    """A session summary's routing fields."""
+    return {
+        "session": summary["id"],
+        "revision": summary["revision"],
+        "state": summary["state"],
+        "updated_at": summary["updated_at"],
+    }
 
 
 class DashboardSnapshot(Event):
@@ -205,9 +209,13 @@ def revision_frames(
 
 
 def summary_frames(project_id: int, summary: dict[str, Any]) -> Frames:
-    event = SessionSummary.model_construct(session=summary)
-    text = orjson.dumps({"type": event.type, "session": summary}).decode()
-    return frames(event, dashboard_group(project_id), STAFF_GROUP, text=text)
+    """The session.summary frames of a session's summary, without making the event."""
+    text = orjson.dumps({"type": "session.summary", "session": summary}).decode()
+    route = summary_route(summary)
+    return [
+        {"type": FRAME, "group": group, "kind": "session.summary", "text": text, **route}
+        for group in (dashboard_group(project_id), STAFF_GROUP)
+    ]
 
 
 def archived_frames(*, public_id: str, project_id: int) -> Frames:

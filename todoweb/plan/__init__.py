@@ -219,9 +219,11 @@ def advance(before: dict[str, Any] | None, item: Item, *, step_id: str, position
         completed = None
 
     duration = None
-    started_at, completed_at = parse_iso(started), parse_iso(completed)
-    if started_at and completed_at:
-        duration = round((completed_at - started_at).total_seconds(), 3)
+    if started and completed:
+        if before is not None and (before["started_at"], before["completed_at"]) == (started, completed):
+            duration = before.get("duration_s")  # a step done before: its duration as it was
+        if duration is None:
+            duration = round((parse_iso(completed) - parse_iso(started)).total_seconds(), 3)
     return {
         "id": step_id,
         "content": item.content,
