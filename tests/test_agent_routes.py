@@ -271,37 +271,30 @@ async def test_a_hook_on_another_tool_tells_what_people_said_without_a_request(c
     assert told == ["Claude Code hook (Bash)"]
 
 
-async def test_a_hook_with_its_token_twice_is_read_as_the_api_reads_it(clients, token):
+@pytest.mark.parametrize(
+    "path, body, given, status",
+    [
+        # The token twice: Django reads them joined, which is no token.
+        ("/api/v1/hooks/claude-code", BASH, [("Authorization", "Bearer {t}"), ("Authorization", "Bearer other")], 401),
+        # The key twice: Django reads "first,second".
+        (
+            "/api/v1/sessions/{s}/tool",
+            TOOL_USE,
+            [("Authorization", "Bearer {t}"), ("Idempotency-Key", "first"), ("Idempotency-Key", "second")],
+            200,
+        ),
+    ],
+)
+async def test_a_call_with_a_header_twice_is_read_as_the_api_reads_it(clients, token, path, body, given, status):
     by_routes, by_api, counted = clients
-    headers = [
-        ("Authorization", f"Bearer {token}"),
-        ("Authorization", "Bearer other"),
-        ("Content-Type", "application/json"),
-    ]
+    headers = [(name, value.replace("{t}", token)) for name, value in given] + [("Content-Type", "application/json")]
     answers = [
-        await client.post("/api/v1/hooks/claude-code", headers=headers, json=filled(BASH, "twice"))
-        for client in (by_routes, by_api)
-    ]
-    assert comparable(answers[0], "twice") == comparable(answers[1], "twice")
-    assert answers[0].status_code == 401
-    assert counted.made == 1  # the route's view answered it, not the route alone
-
-
-async def test_a_tool_call_with_a_header_twice_is_read_as_the_api_reads_it(clients, token):
-    by_routes, by_api, counted = clients
-    headers = [
-        ("Authorization", f"Bearer {token}"),
-        ("Content-Type", "application/json"),
-        ("Idempotency-Key", "first"),
-        ("Idempotency-Key", "second"),
-    ]
-    answers = [
-        await client.post(f"/api/v1/sessions/twice-{n}/tool", headers=headers, json=TOOL_USE)
+        await client.post(filled(path, f"twice-{n}"), headers=headers, json=filled(body, f"twice-{n}"))
         for n, client in enumerate((by_routes, by_api))
     ]
     assert comparable(answers[0], "twice-0") == comparable(answers[1], "twice-1")
-    assert answers[0].status_code == 200
-    assert counted.made == 1  # the route's view answered it (the key read as "first,second")
+    assert answers[0].status_code == status
+    assert counted.made == 1  # the route's view answered it, not the route alone
 
 
 async def test_the_rate_limit_counts_hooks_answered_without_a_request(clients, token, settings):

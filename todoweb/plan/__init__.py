@@ -223,7 +223,7 @@ def advance(before: dict[str, Any] | None, item: Item, *, step_id: str, position
         if before is not None and (before["started_at"], before["completed_at"]) == (started, completed):
             duration = before.get("duration_s")  # a step done before: its duration as it was
         if duration is None:
-            duration = round((parse_iso(completed) - parse_iso(started)).total_seconds(), 3)
+            duration = round((datetime.fromisoformat(completed) - datetime.fromisoformat(started)).total_seconds(), 3)
     return {
         "id": step_id,
         "content": item.content,

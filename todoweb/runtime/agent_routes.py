@@ -136,12 +136,12 @@ def route_of(scope: dict[str, Any]) -> Route | None:
 def hook_answer(scope: dict[str, Any], body: bytes, name: str) -> Answering | None:
     """The hook's answer, read from the ASGI request alone, when everything the API
     would check of it is as the API takes it (None: the hook view reads it)."""
-    query = hook_query(query_text(scope))
-    headers = json_request_headers(scope, HOOK_HEADERS)
-    if query is None or headers is None:
+    read = json_request(scope, body, hook_query, HOOK_HEADERS)
+    if read is None:
         return None
+    query, headers, event = read
     try:
-        hook = HookInput.model_validate(loads(body, what="The body"))
+        hook = HookInput.model_validate(event)
     except Exception:
         return None
     posted = HookPost(
@@ -164,14 +164,10 @@ async def answered_hook(name: str, posted: HookPost) -> tuple[bytes, bool]:
 def tool_answer(scope: dict[str, Any], body: bytes, session_key: str) -> Answering | None:
     """The tool call's answer, read from the ASGI request alone, when everything the
     API would check of it is as the API takes it (None: the tool view reads it)."""
-    query = tool_query(query_text(scope))
-    headers = json_request_headers(scope, TOOL_HEADERS)
-    if query is None or headers is None:
+    read = json_request(scope, body, tool_query, TOOL_HEADERS)
+    if read is None:
         return None
-    try:
-        call_body = loads(body, what="The body")
-    except Exception:
-        return None
+    query, headers, call_body = read
     posted = ToolPost(
         call_body,
         query.get("reply"),
@@ -193,6 +189,21 @@ async def answered_tool(session_key: str, posted: ToolPost) -> tuple[bytes, bool
 
 HOOK_HEADERS = {b"content-type", b"authorization", b"x-api-key", b"x-todoweb-branch"}
 TOOL_HEADERS = {b"content-type", b"authorization", b"x-api-key", b"x-todoweb-title", b"idempotency-key", b"if-match"}
+
+
+def json_request(
+    scope: dict[str, Any], body: bytes, query_of: Callable[[str | None], dict[str, str] | None], names: set[bytes]
+) -> tuple[dict[str, str], dict[bytes, str], Any] | None:
+    """A JSON request's query parameters (as `query_of` reads them), these headers and
+    its body parsed, when all are as the API would read them (None: they are not)."""
+    query = query_of(query_text(scope))
+    headers = json_request_headers(scope, names)
+    if query is None or headers is None:
+        return None
+    try:
+        return query, headers, loads(body, what="The body")
+    except Exception:
+        return None
 
 
 def query_text(scope: dict[str, Any]) -> str | None:
