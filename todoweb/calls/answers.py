@@ -34,6 +34,18 @@ class Answer:
         return json_answer(self.content(), replayed=self.replayed)
 
 
+@dataclass(frozen=True)
+class Answered:
+    """An answer as sent (200, JSON): its bytes, and whether it replays an earlier
+    call's. What the agents' route sends without a Django response."""
+
+    content: bytes
+    replayed: bool = False
+
+    def response(self) -> HttpResponse:
+        return json_answer(self.content, replayed=self.replayed)
+
+
 def json_answer(content: bytes, *, replayed: bool = False) -> HttpResponse:
     """A 200 answer of these JSON bytes, marked when it replays an earlier call's."""
     response = HttpResponse(content, content_type="application/json")

@@ -32,6 +32,7 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponseBase, QueryDict
 
+from todoweb.calls.answers import Answered
 from todoweb.calls.jsonio import loads
 from todoweb.web.api import api
 from todoweb.web.api.errors import CallFailed, error_response
@@ -48,8 +49,7 @@ HOOK_ANSWERS = (None, "full", "hook")
 WAIT = re.compile(r"[1-9][0-9]{0,3}")
 
 View = Callable[[HttpRequest], Awaitable[HttpResponseBase] | None]
-# An answer's bytes (200, JSON), and whether it replays an earlier call's.
-Answering = Awaitable[tuple[bytes, bool]]
+Answering = Awaitable[Answered]
 
 
 def tool_view(request: HttpRequest, session_key: str) -> Awaitable[HttpResponseBase] | None:
@@ -153,12 +153,7 @@ def hook_answer(scope: dict[str, Any], body: bytes, name: str) -> Answering | No
         headers.get(b"x-api-key", ""),
         headers.get(b"x-todoweb-branch"),
     )
-    return answered_hook(name, posted)
-
-
-async def answered_hook(name: str, posted: HookPost) -> tuple[bytes, bool]:
-    answered = await record_hook(name, posted)
-    return answered.content, answered.replayed
+    return record_hook(name, posted)
 
 
 def tool_answer(scope: dict[str, Any], body: bytes, session_key: str) -> Answering | None:
@@ -179,12 +174,7 @@ def tool_answer(scope: dict[str, Any], body: bytes, session_key: str) -> Answeri
         headers.get(b"authorization", ""),
         headers.get(b"x-api-key", ""),
     )
-    return answered_tool(session_key, posted)
-
-
-async def answered_tool(session_key: str, posted: ToolPost) -> tuple[bytes, bool]:
-    answer = await record_tool(session_key, posted)
-    return answer.content(), answer.replayed
+    return record_tool(session_key, posted)
 
 
 HOOK_HEADERS = {b"content-type", b"authorization", b"x-api-key", b"x-todoweb-branch"}
@@ -265,15 +255,19 @@ class AgentRoutes:
         """An answer without Django's request and response (7% of a TodoWrite hook's
         instructions); the request is made for an error's answer only."""
         try:
-            content, replayed = await answering
+            answered = await answering
         except CallFailed as failed:
             request, _ = self.api.create_request(scope, io.BytesIO(body))
             await self.api.send_response(error_response(request, failed.error, call=failed.call), send)
             return
         await send(
-            {"type": "http.response.start", "status": 200, "headers": REPLAYED_HEADERS if replayed else JSON_HEADERS}
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": REPLAYED_HEADERS if answered.replayed else JSON_HEADERS,
+            }
         )
-        await send({"type": "http.response.body", "body": content})
+        await send({"type": "http.response.body", "body": answered.content})
 
 
 JSON_HEADERS = [(b"Content-Type", b"application/json")]

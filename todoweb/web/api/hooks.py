@@ -22,7 +22,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from todoweb.calls.answers import json_answer
+from todoweb.calls.answers import Answered
 from todoweb.calls.envelopes import ToolCall, call_id
 from todoweb.calls.errors import InvalidInput
 from todoweb.calls.titles import cleaned, header_text
@@ -199,17 +199,6 @@ class HookPost:
         return digest_of(self.authorization, self.api_key)
 
 
-@dataclass(frozen=True)
-class HookAnswer:
-    """A hook's answer (200, JSON): its bytes, and whether it replays an earlier one."""
-
-    content: bytes
-    replayed: bool = False
-
-    def response(self) -> HttpResponse:
-        return json_answer(self.content, replayed=self.replayed)
-
-
 async def hook_response(request: HttpRequest, name: str, posted: HookPost) -> HttpResponse:
     """The hook's answer as a Django response, for the API's view."""
     try:
@@ -253,7 +242,7 @@ def read_hook(name: str, hook: HookInput) -> HookCall:
     return HookCall(agent, hook, session_key, f"{agent.label} hook ({hook.tool_name or hook.hook_event_name})")
 
 
-async def record_hook(name: str, posted: HookPost) -> HookAnswer:
+async def record_hook(name: str, posted: HookPost) -> Answered:
     """The answer to a hook event of agent `name` (CallFailed: the error to answer).
     No Django request is needed: the agents' route answers hooks without making one."""
     hook, call = posted.hook, None
@@ -261,11 +250,11 @@ async def record_hook(name: str, posted: HookPost) -> HookAnswer:
         read = read_hook(name, hook)
         if read.asks_plan_approval():
             approval = await plan_approval(posted.token_digest(), read.session_key, hook, posted.wait)
-            return HookAnswer(json.dumps(approval).encode())
+            return Answered(json.dumps(approval).encode())
         reason = ignored_because(read.agent, hook)
         if reason:
             only_hook_output = posted.answer == "hook"
-            return HookAnswer(await unrecorded_answer(posted.token_digest(), read, reason, only_hook_output))
+            return Answered(await unrecorded_answer(posted.token_digest(), read, reason, only_hook_output))
         call = ToolCall(
             "anthropic",
             hook.tool_name,
@@ -287,10 +276,10 @@ async def record_hook(name: str, posted: HookPost) -> HookAnswer:
     except Exception as error:
         raise CallFailed(error, call) from error
     if posted.answer == "hook":
-        return HookAnswer(hook_answer(read, recorded.notice, {}, only_hook_output=True))
+        return Answered(hook_answer(read, recorded.notice, {}, only_hook_output=True))
     # The model already has the tool's own answer: people's messages go in as context.
     extra = {"hookSpecificOutput": hook_output(read, recorded.notice)} if recorded.notice else {}
-    return HookAnswer(recorded.content(**extra), replayed=recorded.replayed)
+    return Answered(recorded.content(**extra), replayed=recorded.replayed)
 
 
 async def unrecorded_answer(found_by: str, read: HookCall, reason: str, only_hook_output: bool) -> bytes:

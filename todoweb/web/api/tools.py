@@ -11,7 +11,7 @@ from ninja import Field, Query, Router, Schema
 
 from todoweb import dialects
 from todoweb.calls import titles
-from todoweb.calls.answers import Answer
+from todoweb.calls.answers import Answered
 from todoweb.calls.envelopes import parse_call, with_title
 from todoweb.calls.errors import ApiError, InvalidInput
 from todoweb.web.api.body import json_body, oversized_call
@@ -165,10 +165,10 @@ async def post_tool_call(
         call = oversized_call(request) if isinstance(error, ApiError) and error.status == 413 else None
         return error_response(request, error, call=call)
     try:
-        answer = await record_tool(session_key, ToolPost.of_request(request, body, reply, dialect))
+        answered = await record_tool(session_key, ToolPost.of_request(request, body, reply, dialect))
     except CallFailed as failed:
         return error_response(request, failed.error, call=failed.call)
-    return answer.response()
+    return answered.response()
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ class ToolPost:
         )
 
 
-async def record_tool(session_key: str, posted: ToolPost) -> Answer:
+async def record_tool(session_key: str, posted: ToolPost) -> Answered:
     """The answer to a tool call posted to the session `session_key` (CallFailed: the
     error to answer). No Django request is needed: the agents' route answers tool calls
     without making one."""
@@ -220,10 +220,11 @@ async def record_tool(session_key: str, posted: ToolPost) -> Answer:
             expected_revision=expected_revision(posted.if_match, posted.body),
             route="tool endpoint",
         )
-        return (await record_call(digest_of(posted.authorization, posted.api_key), write)).answer
+        answer = (await record_call(digest_of(posted.authorization, posted.api_key), write)).answer
     except Exception as error:
         # Once the call is read, every error answer carries the reply for the model.
         raise CallFailed(error, call) from error
+    return Answered(answer.content(), answer.replayed)
 
 
 def idempotency_key(header: str) -> str | None:
