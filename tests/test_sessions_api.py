@@ -255,3 +255,12 @@ def test_history_does_not_grow_into_every_answer(api):
     assert api.get("/api/v1/sessions/s1").json()["dropped_count"] == 2900
     contents = [step["content"] for step in api.get("/api/v1/sessions/s1/dropped").json()["dropped"]]
     assert len(contents) == 2900 and contents[-1] == "Rewrite 29, step 99" and "Rewrite 28, step 99" not in contents
+
+
+def test_a_new_sessions_first_answer_shows_it_as_it_is_stored(api):
+    answer = api.call("fresh", "TodoWrite", plan("in_progress"), call_id="toolu_1").json()
+    stored = api.get("/api/v1/sessions/fresh").json()["session"]
+    assert answer["data"]["session"] == stored
+    assert stored["created_at"] == stored["updated_at"]  # made by its first revision
+    replayed = api.call("fresh", "TodoWrite", plan("in_progress"), call_id="toolu_1").json()
+    assert replayed["data"]["session"]["created_at"] == stored["created_at"]

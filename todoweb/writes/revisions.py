@@ -110,6 +110,8 @@ def new_revision(row: SessionRow, change: Change, *, now: datetime) -> NewRevisi
         idempotency_key=change.idempotency_key,
         fingerprint=change.fingerprint,
     )
+    if session.pk is None:
+        session.created_at = now  # made by its first revision: the answer shows it as stored
     told = session.told_message
     before = (session.total_steps, session.open_steps, session.working_steps)
     changed = advance_session(session, revision, result, title=change.title, default_title=change.default_title)
@@ -176,8 +178,6 @@ def append(new: NewRevision) -> events.Frames:
         revision=revision,
         changes=new.result.changes,
     )
-    if session.pk is None:
-        session.created_at = revision.created_at
     summary = session_summary(session, now=revision.created_at)
     updates_on_postgresql = session.pk is not None and connection.vendor == "postgresql"
     if updates_on_postgresql and not hooks:
