@@ -5,6 +5,7 @@ real HTTP, on sessions it reuses across rounds and restarts; and how `make run`
 from __future__ import annotations
 
 import itertools
+import socket
 from datetime import datetime, timedelta
 
 import httpx
@@ -205,3 +206,11 @@ def test_with_the_demo_sessions_go_idle_after_a_minute_unless_configured(setting
     monkeypatch.delenv("TODOWEB_IDLE_AFTER")
     start.Command().shorten_idle()
     assert settings.TODOWEB_IDLE_AFTER == 60
+
+
+def test_start_refuses_a_busy_port_before_it_says_anything(db, capsys):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(CommandError, match=f"127.0.0.1:{port}.*make run PORT={port + 1}"):
+            call_command("start", host="127.0.0.1", port=port, no_demo=True)
+    assert "starting" not in capsys.readouterr().out

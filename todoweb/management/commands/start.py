@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import threading
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from todoweb.models import ApiToken, digest
 from todoweb.runtime.server import serve
@@ -35,6 +36,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, host: str, port: int, no_demo: bool, **options) -> None:
+        check_free(host, port)
         call_command("migrate", interactive=False, verbosity=0)
         username, password = self.ensure_admin()
         raw_token = self.demo_token()
@@ -97,3 +99,15 @@ class Command(BaseCommand):
         PASSWORD_FILE.parent.mkdir(exist_ok=True)
         PASSWORD_FILE.write_text(password + "\n")
         return username, password
+
+
+def check_free(host: str, port: int) -> None:
+    """Refuse an address another server holds before anything says todoweb is starting."""
+    try:
+        with socket.create_server((host, port)):  # with SO_REUSEADDR, as the server binds
+            pass
+    except OSError as error:
+        raise CommandError(
+            f"Cannot listen on {host}:{port}: {error.strerror}. Is todoweb running there already?"
+            f" Start it on another port: make run PORT={port + 1}"
+        ) from error
