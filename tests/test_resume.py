@@ -47,7 +47,7 @@ def test_it_names_the_session_by_key_without_a_title(api):
 def test_it_asks_for_the_next_step_when_none_is_in_progress(api):
     write(api, [dict(TODOS[0]), dict(TODOS[2])])
     text = api.get(URL).content.decode()
-    assert "No step is in progress; 1 remain" in text
+    assert "No step is in progress; 1 remains. Mark the next one" in text
     assert "In progress:" not in text
 
 

@@ -83,7 +83,8 @@ def resume_text(data: dict[str, Any]) -> str:
         body.append("Continue with the step in progress; do not start over or redo completed steps. " + KEEP_UPDATED)
     elif open_steps:
         body.append(
-            f"No step is in progress; {len(open_steps)} remain. Mark the next one in_progress and continue "
+            f"No step is in progress; {len(open_steps)} {'remains' if len(open_steps) == 1 else 'remain'}."
+            " Mark the next one in_progress and continue "
             "from there; do not redo completed steps. " + KEEP_UPDATED
         )
     else:
