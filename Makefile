@@ -12,7 +12,7 @@ AGENTS_STAMP := $(VENV)/.agents-installed
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-run: $(STAMP) .run/secret-key  ## Start todoweb on http://127.0.0.1:8000 (SQLite, in-memory layer) with a demo agent
+run: $(STAMP) .run/secret-key  ## Start todoweb on http://127.0.0.1:8000 (SQLite, in-memory layer) with demo agents; PORT=, HOST=, DEMO=0
 	SECRET_KEY="$${SECRET_KEY:-$$(cat .run/secret-key)}" $(PY) manage.py start
 
 # The local server's own secret key, made once (the repository's key is refused).
