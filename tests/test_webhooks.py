@@ -105,6 +105,8 @@ def test_an_endpoint_is_made_listed_and_deleted_and_its_secret_shown_once(api):
         ({"url": "ftp://example.com/x", "events": ["session.created"]}, "url"),
         ({"url": "not a url", "events": ["session.created"]}, "url"),
         ({"url": "https://u:p@example.com/", "events": ["session.created"]}, "url"),
+        # The documentation's placeholder, pasted as it is.
+        ({"url": "https://hooks.slack.com/services/T…/B…/…", "events": ["session.created"]}, "url"),
         ({"url": "https://example.com/", "events": []}, "events"),
         ({"url": "https://example.com/", "events": ["session.exploded"]}, "events"),
         ({"url": "https://example.com/", "events": ["session.created"], "format": "teams"}, "format"),

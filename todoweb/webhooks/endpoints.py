@@ -28,6 +28,12 @@ def check_url(url: str) -> str:
         raise InvalidInput("url: an http or https address is needed", details={"field": "url"}) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInput("url: an http or https address is needed", details={"field": "url"})
+    if not url.isascii():
+        raise InvalidInput(
+            "url: it holds characters an address cannot (a placeholder such as … left in?): paste the endpoint's"
+            " own URL, with any other character percent-encoded",
+            details={"field": "url"},
+        )
     if len(url) > URL_MAX_CHARS:
         raise InvalidInput(f"url: at most {URL_MAX_CHARS} characters", details={"field": "url"})
     if parts.username or parts.password:
