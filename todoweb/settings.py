@@ -264,7 +264,6 @@ if env_bool("TODOWEB_HTTPS"):
     SECURE_HSTS_SECONDS = env_int("TODOWEB_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 
 # --- todoweb limits -------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """HTTP handlers: the browser's pages and the API take different middleware.
 
 The API authenticates by token and answers JSON: sessions, CSRF, messages,
-clickjacking protection and static files do nothing for it. Under ASGI each
+clickjacking protection and static files do nothing for it, nor for the health
+probes (which the browser's middleware would refuse for a Host outside ALLOWED_HOSTS). Under ASGI each
 synchronous middleware costs the request two thread hops; together they halve the
 throughput of a request. So requests under /api/ and the OTLP receiver's /v1/ go
 to a handler without them.
@@ -22,6 +23,9 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 API_PREFIX = "/api/"
 OTLP_PREFIX = "/v1/"
 MCP_PATH = "/mcp"
+# The health probes, answered whatever Host they are sent: orchestrators, load
+# balancers and compose's own check probe by address, not by the site's name.
+PROBE_PATHS = frozenset(["/healthz", "/readyz"])
 
 
 class ApiHandler(ASGIHandler):
@@ -153,8 +157,9 @@ def mcp_app() -> Any:
 
 
 def http_application(browser: ASGIHandler) -> Any:
-    """The ASGI application for HTTP: /api/ and /v1/ (OTLP) to the lean handler (the
-    agents' writes by their own route), /mcp to the MCP server, the rest to `browser`."""
+    """The ASGI application for HTTP: /api/, /v1/ (OTLP) and the health probes to the
+    lean handler (the agents' writes by their own route), /mcp to the MCP server, the
+    rest to `browser`."""
     from todoweb.runtime.agent_routes import AgentRoutes
 
     api = AgentRoutes(ApiHandler())
@@ -162,7 +167,7 @@ def http_application(browser: ASGIHandler) -> Any:
 
     def route(scope: dict[str, Any], receive: Any, send: Any) -> Awaitable[None]:
         path = scope["path"]
-        if path.startswith(API_PREFIX) or path.startswith(OTLP_PREFIX):
+        if path.startswith(API_PREFIX) or path.startswith(OTLP_PREFIX) or path in PROBE_PATHS:
             handler = api
         elif path == MCP_PATH or path.startswith(MCP_PATH + "/"):
             handler = mcp
