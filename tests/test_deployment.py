@@ -31,6 +31,17 @@ def test_it_refuses_to_serve_with_the_repositorys_key():
     assert "SECRET_KEY is not set" in result.stderr
 
 
+def test_serve_refuses_before_any_worker_starts():
+    # With several workers uvicorn would restart each worker that refuses, forever.
+    result = run(
+        "import sys; from django.core.management import execute_from_command_line;"
+        " execute_from_command_line(['manage.py', 'serve', '--workers', '2', '--port', '0'])"
+    )
+    assert result.returncode == 1
+    assert "SECRET_KEY is not set" in result.stderr
+    assert "Traceback" not in result.stderr and "Started server process" not in result.stderr
+
+
 def test_it_serves_with_a_key_of_its_own_or_in_debug():
     assert run("import todoweb.asgi", SECRET_KEY="a-long-random-key-" * 3).returncode == 0
     assert run("import todoweb.asgi", DEBUG="1").returncode == 0

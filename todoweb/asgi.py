@@ -12,17 +12,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "todoweb.settings")
 # Django must be set up before the consumers (and their models) are imported.
 django_asgi_app = get_asgi_application()
 
-from django.conf import settings  # noqa: E402
-from django.core.exceptions import ImproperlyConfigured  # noqa: E402
+from todoweb.runtime.secret_key import refuse_the_development_key  # noqa: E402
 
-if not settings.DEBUG and settings.SECRET_KEY == settings.DEVELOPMENT_SECRET_KEY:
-    # Anyone can read the repository's key, and with it forge session cookies.
-    raise ImproperlyConfigured(
-        "SECRET_KEY is not set. todoweb will not serve with the development key from its repository "
-        "unless DEBUG=1. Set SECRET_KEY to a long random value, e.g. the output of "
-        "python -c 'import secrets; print(secrets.token_urlsafe(50))' "
-        "(`make run` keeps one in .run/secret-key)."
-    )
+refuse_the_development_key()
 
 from todoweb.live.routing import live_sockets  # noqa: E402
 from todoweb.runtime.handlers import by_protocol, http_application, without_nul  # noqa: E402

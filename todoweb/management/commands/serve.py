@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from todoweb.runtime.secret_key import refuse_the_development_key
 from todoweb.runtime.server import serve
 
 
@@ -19,4 +21,9 @@ class Command(BaseCommand):
         parser.add_argument("--log-level", default=os.environ.get("UVICORN_LOG_LEVEL", "info"))
 
     def handle(self, *args, host: str, port: int, workers: int, log_level: str, **options) -> None:
+        try:
+            # Here, before any worker starts: a worker that refuses is restarted, again and again.
+            refuse_the_development_key()
+        except ImproperlyConfigured as error:
+            raise CommandError(str(error)) from None
         serve(host=host, port=port, workers=workers, log_level=log_level)
