@@ -74,6 +74,17 @@ def test_the_secret_key_comes_from_env_and_nothing_starts_without_one():
     assert "secrets.token_urlsafe(50)" in ENV_EXAMPLE
 
 
+def test_every_line_of_env_reaches_todoweb_and_the_port_inside_stays_the_images():
+    # Any setting (TODOWEB_HTTPS behind TLS, TODOWEB_RETENTION_DAYS, …), not only those
+    # compose.yaml names; `required: false` for a key given in the shell instead.
+    for name in ("app", "worker", "prune"):
+        assert COMPOSE["services"][name]["env_file"] == [{"path": ".env", "required": False}], name
+    app = COMPOSE["services"]["app"]
+    # PORT in .env is the port on this machine; inside, the image's command listens on 8000.
+    assert app["environment"]["PORT"] == "8000"
+    assert app["ports"] == ["${PORT:-8000}:8000"]
+
+
 def test_every_setting_compose_takes_is_in_the_example_with_its_default():
     taken = dict(re.findall(r"\$\{(\w+)(?::-([^}]*))?", COMPOSE_TEXT))
     assert set(taken) == {
