@@ -1,11 +1,11 @@
 """HTTP handlers: the browser's pages and the API take different middleware.
 
 The API authenticates by token and answers JSON: sessions, CSRF, messages,
-clickjacking protection and static files do nothing for it, nor for the health
-probes (which the browser's middleware would refuse for a Host outside ALLOWED_HOSTS). Under ASGI each
+clickjacking protection and static files do nothing for it. Under ASGI each
 synchronous middleware costs the request two thread hops; together they halve the
 throughput of a request. So requests under /api/ and the OTLP receiver's /v1/ go
-to a handler without them.
+to a handler without them, and so do the health probes, which the browser's
+middleware would refuse for a Host outside ALLOWED_HOSTS.
 """
 
 from __future__ import annotations
