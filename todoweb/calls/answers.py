@@ -29,10 +29,6 @@ class Answer:
         added = orjson.dumps(extra)[1:-1] if extra else b""
         return self.body[:-1] + b',"reply":' + orjson.dumps(self.reply) + (b"," + added if added else b"") + b"}"
 
-    def response(self) -> HttpResponse:
-        """The HTTP answer."""
-        return json_answer(self.content(), replayed=self.replayed)
-
 
 @dataclass(frozen=True)
 class Answered:
@@ -43,15 +39,11 @@ class Answered:
     replayed: bool = False
 
     def response(self) -> HttpResponse:
-        return json_answer(self.content, replayed=self.replayed)
-
-
-def json_answer(content: bytes, *, replayed: bool = False) -> HttpResponse:
-    """A 200 answer of these JSON bytes, marked when it replays an earlier call's."""
-    response = HttpResponse(content, content_type="application/json")
-    if replayed:
-        response["Idempotent-Replayed"] = "true"
-    return response
+        """As a Django response (for the API's views), marked when it replays."""
+        response = HttpResponse(self.content, content_type="application/json")
+        if self.replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
 
 
 def answer(
