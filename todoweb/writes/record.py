@@ -27,7 +27,8 @@ from todoweb.calls import answers
 from todoweb.calls.answers import Answer
 from todoweb.calls.envelopes import ToolCall
 from todoweb.calls.errors import IdempotencyConflict, InvalidInput, InvalidJson, RevisionConflict
-from todoweb.dialects.base import UNPARSED, Dialect, Outcome
+from todoweb.calls.jsonio import UNPARSED
+from todoweb.dialects.base import Dialect, Outcome
 from todoweb.live import events
 from todoweb.models import Project, Session
 from todoweb.plan import edits, text
