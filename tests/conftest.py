@@ -13,8 +13,8 @@ from django.test import Client
 
 from tests.live_server import LiveServer
 from todoweb.models import ApiToken, Project
-from todoweb.runtime.agent_routes import AgentRoutes
-from todoweb.runtime.handlers import ApiHandler
+from todoweb.serve.agent_routes import AgentRoutes
+from todoweb.serve.handlers import ApiHandler
 from todoweb.writes.tokens import token_create
 
 IN_CI = os.environ.get("CI", "").lower() == "true"

@@ -11,7 +11,7 @@ import threading
 import pytest
 from asgiref.sync import SyncToAsync, async_to_sync, sync_to_async
 
-from todoweb.runtime import database
+from todoweb.store import database
 
 # The work gives its thread's connection back as any database work does, which may
 # touch the database.

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from todoweb.runtime.long_lived import LongLived
+from todoweb.serve.long_lived import LongLived
 
 
 class Socket:

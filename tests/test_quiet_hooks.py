@@ -15,8 +15,8 @@ from django.db import connections
 from django.utils import timezone
 
 from todoweb.models import ApiToken, Session, digest
-from todoweb.runtime import database
-from todoweb.runtime.database import in_database_thread
+from todoweb.store import database
+from todoweb.store.database import in_database_thread
 from todoweb.web.api import hooks
 from todoweb.writes import messages
 

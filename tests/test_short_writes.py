@@ -20,9 +20,9 @@ from django.db.transaction import TransactionManagementError
 
 from todoweb.live.events import session_group
 from todoweb.models import Revision, Session
-from todoweb.runtime import loop_writes
-from todoweb.runtime.database import in_database_thread, write_lock
-from todoweb.runtime.loop_writes import TURN, short_write
+from todoweb.store import loop_writes
+from todoweb.store.database import in_database_thread, write_lock
+from todoweb.store.loop_writes import TURN, short_write
 from todoweb.writes import revisions
 
 pytestmark = [

@@ -1,4 +1,4 @@
-"""The write path's own model instances (todoweb.writes.sql) are what Django makes."""
+"""The write path's own model instances (todoweb.store.sql) are what Django makes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from todoweb.models import Project, Revision, Session
-from todoweb.writes import sql
+from todoweb.store import sql
 
 MOMENT = datetime(2026, 11, 28, 9, 30, tzinfo=UTC)
 

@@ -11,8 +11,8 @@ class TodowebConfig(AppConfig):
 
     def ready(self) -> None:
         from todoweb.live import access  # noqa: F401  (its receivers announce access that ends)
-        from todoweb.runtime.database import use_database_thread
-        from todoweb.runtime.logs import install_redaction
+        from todoweb.logs import install_redaction
+        from todoweb.store.database import use_database_thread
 
         install_redaction(settings.TODOWEB_REDACTED_LOGGERS)
         use_database_thread()

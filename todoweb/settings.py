@@ -299,7 +299,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = TODOWEB_MAX_BODY_BYTES
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"without_traceback": {"()": "todoweb.runtime.logs.WithoutTraceback"}},
+    "filters": {"without_traceback": {"()": "todoweb.logs.WithoutTraceback"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler"},
         "console_one_line": {"class": "logging.StreamHandler", "filters": ["without_traceback"]},

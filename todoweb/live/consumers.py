@@ -28,14 +28,16 @@ from django.conf import settings
 from django.utils import timezone
 
 from todoweb.live import events
-from todoweb.live.access import FORBIDDEN, SHARE_ENDED, Viewer, dashboard_scope
+from todoweb.live.access import FORBIDDEN, SHARE_ENDED, Viewer, dashboard_scope, session_for_viewer
+from todoweb.live.alarms import Alarm, clock
 from todoweb.live.hub import process_hub
 from todoweb.live.viewers import allowed_origin, viewer_of
 from todoweb.reads import current_data, dashboard_summaries
-from todoweb.runtime.alarms import Alarm, clock
-from todoweb.runtime.database import in_database_thread
-from todoweb.runtime.server import SEND_NOW
-from todoweb.writes.sharing import session_for_viewer
+from todoweb.store.database import in_database_thread
+
+# The ASGI extension (in a websocket's scope) by which todoweb's server lets a consumer
+# send a frame at once: {"send": WebSocketProtocol.send_now} (serve/server.py).
+SEND_NOW = "todoweb.websocket.send_now"
 
 # Frames that carry a whole list each (people's messages, open questions): a socket
 # sends only the newest of each kind.

@@ -22,7 +22,7 @@ from django.db import transaction
 from pydantic import BaseModel, ConfigDict
 
 from todoweb.live.layer import ProcessLayer
-from todoweb.runtime.logs import ThrottledLogger
+from todoweb.logs import ThrottledLogger
 
 # While the channel layer is down, every write would log the same warning.
 unpublished_logger = ThrottledLogger(__name__, every=60)

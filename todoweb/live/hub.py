@@ -50,10 +50,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from todoweb.live import access, events
+from todoweb.logs import ThrottledLogger
 from todoweb.models import Session
 from todoweb.reads import current_data, session_summary
-from todoweb.runtime.database import calls_in_flight, in_database_thread
-from todoweb.runtime.logs import ThrottledLogger
+from todoweb.store.database import calls_in_flight, in_database_thread
 
 logger = logging.getLogger(__name__)
 layer_down_logger = ThrottledLogger(__name__, every=60)

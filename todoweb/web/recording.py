@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from todoweb.live import events
 from todoweb.models import ApiToken
-from todoweb.runtime.loop_writes import short_write
+from todoweb.store import sql
+from todoweb.store.loop_writes import short_write
 from todoweb.web.auth import check_token, require_write
-from todoweb.writes import sql
 from todoweb.writes.record import CallRequest, Recorded, record
 
 

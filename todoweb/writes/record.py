@@ -34,12 +34,13 @@ from todoweb.models import Project, Session
 from todoweb.plan import edits, text
 from todoweb.plan.merge import merge
 from todoweb.reads import plan_data
-from todoweb.runtime.database import write_lock
+from todoweb.store import sql
+from todoweb.store.database import write_lock
+from todoweb.store.sql import SessionRow
 from todoweb.webhooks import enqueue as webhooks
-from todoweb.writes import messages, revisions, sql
+from todoweb.writes import messages, revisions
 from todoweb.writes.policy import apply_policy, check_storable
 from todoweb.writes.revisions import Change, Conflict
-from todoweb.writes.sql import SessionRow
 
 # Optimistic tries before a writer takes the lock for its whole call.
 OPTIMISTIC_ATTEMPTS = 3

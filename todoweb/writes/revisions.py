@@ -30,11 +30,11 @@ from todoweb.live import events
 from todoweb.models import Revision, Session
 from todoweb.plan.steps import FINISHED, WORKING, Item, Warning
 from todoweb.reads import plan_data, session_summary
-from todoweb.runtime.database import write_lock
-from todoweb.runtime.loop_writes import in_a_turn
+from todoweb.store import sql
+from todoweb.store.database import write_lock
+from todoweb.store.loop_writes import in_a_turn
+from todoweb.store.sql import SessionRow
 from todoweb.webhooks import enqueue as webhooks
-from todoweb.writes import sql
-from todoweb.writes.sql import SessionRow
 
 TITLE_MAX_CHARS = Session._meta.get_field("title").max_length
 # Points kept for the dashboard's progress-over-time line.

@@ -41,7 +41,7 @@ from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transacti
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.transaction import TransactionManagementError
 
-from todoweb.runtime.database import SQLITE_WRITER, in_database_thread, loop_may_use_database
+from todoweb.store.database import SQLITE_WRITER, in_database_thread, loop_may_use_database
 
 P = ParamSpec("P")
 R = TypeVar("R")
