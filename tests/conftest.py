@@ -44,7 +44,7 @@ def no_rate_limit(settings):
 @pytest.fixture(autouse=True)
 def database_threads_see_the_test_data(request, settings):
     """Most tests run inside a transaction of their own thread's connection, which a
-    write from another database thread (database_threads.py) would not see: they
+    write from another database thread (store/database.py) would not see: they
     write from the one thread. Tests whose data is committed (transactional_db,
     live servers) keep the deployment's threads."""
     marker = request.node.get_closest_marker("django_db")

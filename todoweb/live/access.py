@@ -1,6 +1,6 @@
 """Who may still watch: the access a live socket was let in with, checked again.
 
-A socket is let in once, when it connects (todoweb.consumers): by a member's login
+A socket is let in once, when it connects (todoweb.live.consumers): by a member's login
 session, or by a share link. What let it in can end while it stays open: the person
 logs out (or a password change ends their logins), leaves the project, is
 deactivated or deleted; the link is revoked, deleted or expires, or its session is
@@ -8,7 +8,7 @@ archived. Two things hang such a socket up:
 
 - At once: the change is announced to every process through the channel layer (an
   `access.changed` event, sent by the receivers at the end of this module, or the
-  `share.revoked` event of todoweb.sharing). A deleted link or an ended login closes
+  `share.revoked` event of todoweb.writes.sharing). A deleted link or an ended login closes
   its sockets on the spot; for a user's other changes, each process holds that user's
   sockets (they send nothing) until it has checked them again with `lost()`.
 - Within todoweb.live.RECONCILE_EVERY seconds whatever became of that event (Redis
@@ -239,7 +239,7 @@ def project_deleted(sender, instance, **kwargs) -> None:
 
 @receiver(post_delete, sender=ShareLink)
 def link_deleted(sender, instance, **kwargs) -> None:
-    # Revoking keeps the row and says so (todoweb.sharing); a deleted link (the admin's
+    # Revoking keeps the row and says so (todoweb.writes.sharing); a deleted link (the admin's
     # Delete, its session deleted) must close its sockets all the same.
     announce(links=[instance.pk])
 

@@ -9,7 +9,7 @@ showed is dropped.
 
 What let a socket in (its viewer: a login or a share link) is checked again by the
 hub, not per frame: a socket whose viewer lost access is closed with a code that
-tells the page why (todoweb.access).
+tells the page why (todoweb.live.access).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from todoweb.logs import ThrottledLogger
 unpublished_logger = ThrottledLogger(__name__, every=60)
 
 STAFF_GROUP = "dashboard-all"
-# Every process's hub listens here for access that ended (todoweb.access).
+# Every process's hub listens here for access that ended (todoweb.live.access).
 ACCESS_GROUP = "access"
 # The channel-layer message type of a frame (todoweb.live's hub receives it).
 FRAME = "live.frame"
@@ -160,7 +160,7 @@ class ShareRevoked(Event):
 
 
 class AccessChanged(Event):
-    """Internal: access to watch ended or may have (todoweb.access); never sent to a browser."""
+    """Internal: access to watch ended or may have (todoweb.live.access); never sent to a browser."""
 
     type: Literal["access.changed"] = "access.changed"
     users: list[int] = []  # check these users' sockets again

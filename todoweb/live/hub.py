@@ -4,7 +4,7 @@ newest frame per socket.
 Channels' own fan-out gives every socket a channel and a queue of its own: a watcher
 that falls behind queues every revision (without limit), and every socket unpacks
 its own copy of every message. Here each process has one hub, which subscribes once
-per group that a local socket watches. A frame (todoweb.events) is received and
+per group that a local socket watches. A frame (todoweb.live.events) is received and
 unpacked once per process and offered to each local socket as the same text; each
 socket keeps only the newest frame it has not sent yet (see consumers.py), so a slow
 socket skips to the newest revision and never queues, and a fast one sees them all.
@@ -25,7 +25,7 @@ asks the database, in one query, which of the sessions watched here moved past t
 revision it last saw, and sends those as if their frames had come. So every watcher
 converges on the current revision within seconds of any outage, Redis or not.
 
-Access ends too (todoweb.access): a logout, a member removed, a link revoked. The
+Access ends too (todoweb.live.access): a logout, a member removed, a link revoked. The
 event that says so reaches every hub through the channel layer, which closes or
 holds the sockets concerned at once; and before each reconciliation sends anything,
 the hub checks every socket it serves against the database (four queries at most,

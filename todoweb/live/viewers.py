@@ -30,7 +30,7 @@ ANONYMOUS = AnonymousUser()
 async def viewer_of(scope: dict[str, Any]) -> tuple[Any, str | None]:
     """The socket's user (AnonymousUser without a valid session) and, for a logged-in
     user, the key of their login session, which the hub checks again while the socket
-    stays open (todoweb.access)."""
+    stays open (todoweb.live.access)."""
     cookies = parse_cookie(scope_header(scope, b"cookie") or "")
     session_key = cookies.get(settings.SESSION_COOKIE_NAME)
     if not session_key:
