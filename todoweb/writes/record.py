@@ -19,10 +19,10 @@ import itertools
 from dataclasses import dataclass
 
 import orjson
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.utils import timezone
 
-from todoweb import dialects, plan
+from todoweb import dialects, plan, store
 from todoweb.calls import answers
 from todoweb.calls.answers import Answer
 from todoweb.calls.envelopes import ToolCall
@@ -35,7 +35,6 @@ from todoweb.plan import edits, text
 from todoweb.plan.merge import merge
 from todoweb.reads import plan_data
 from todoweb.store import sql
-from todoweb.store.database import write_lock
 from todoweb.store.sql import SessionRow
 from todoweb.webhooks import enqueue as webhooks
 from todoweb.writes import messages, revisions
@@ -239,7 +238,7 @@ def get_or_create_session(project: Project, key: str) -> Session:
     read, or an agent turn reported before any write)."""
     session = Session.objects.filter(project=project, key=key).first()
     if session is None:
-        with write_lock(), transaction.atomic():
+        with store.atomic_write():
             # get_or_create retries the SELECT when a concurrent writer won the INSERT.
             session, created = Session.objects.get_or_create(project=project, key=key)
             if created:
