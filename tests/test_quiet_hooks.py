@@ -14,6 +14,7 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
+from todoweb import store
 from todoweb.models import ApiToken, Session, digest
 from todoweb.store import database
 from todoweb.store.database import in_database_thread
@@ -39,8 +40,9 @@ class Hops:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        for name in ("in_database_thread", "short_write"):
-            monkeypatch.setattr(hooks, name, self.counted(getattr(hooks, name)))
+        monkeypatch.setattr(hooks, "in_database_thread", self.counted(hooks.in_database_thread))
+        for name in ("write", "run"):  # a short write, by the way the hooks choose (recording.short_write)
+            monkeypatch.setattr(store, name, self.counted(getattr(store, name)))
 
     def counted(self, way):  # noqa: ANN001, ANN201
         async def call(func, *args, **kwargs):  # noqa: ANN001, ANN202
