@@ -88,8 +88,7 @@ def new_revision(row: SessionRow, change: Change, *, now: datetime) -> NewRevisi
         dropped_count=previous.dropped_count if previous else 0,
         removed=change.removed,
     )
-    revision = sql.new_instance(
-        Revision,
+    revision = Revision(
         session=session,
         number=session.revision + 1,
         tool=change.tool,
