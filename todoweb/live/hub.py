@@ -424,11 +424,13 @@ class Hub:
 
     async def drop_empty_groups(self) -> None:
         renew = timezone.now() - self.renewed_at > RENEW_GROUPS_EVERY
+        dropped = False
         try:
             for group, members in list(self.watchers.items()):
                 if not members:
                     del self.watchers[group]
                     self.joined.pop(group, None)
+                    dropped = True
                     await self.layer.group_discard(group, self.channel)
                 elif renew:
                     await self.layer.group_add(group, self.channel)
@@ -439,6 +441,21 @@ class Hub:
             raise
         except Exception as exc:
             layer_down_logger.warning("Live subscriptions not updated: the channel layer failed", error=exc)
+        finally:
+            if dropped:
+                self.forget_unwatched()
+
+    def forget_unwatched(self) -> None:
+        """Forget the revisions of sessions no one here watches any more: a process that
+        sees thousands of sessions come and go keeps only its watched ones'. While a
+        dashboard is watched they stay: its reconciliation compares every session of
+        its projects with them (one it forgot would be sent again)."""
+        sessions, projects, staff = watched(list(self.watchers))
+        if projects or staff:
+            return
+        kept = set(sessions)
+        for public_id in [public_id for public_id in self.revisions if public_id not in kept]:
+            del self.revisions[public_id]
 
     def missed_frames(self, since: datetime) -> list[dict[str, Any]]:
         """Frames for what moved on without this process hearing of it (a sync DB read)."""
