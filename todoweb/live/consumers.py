@@ -82,6 +82,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.lost_code: int | None = None  # access lost while connecting: close with this
         self.hanging_up: asyncio.Task | None = None  # the task closing the socket, kept while it runs
         self.viewer: Viewer | None = None
+        # The hub's access_epoch before the viewer's access was read (see admit).
+        self.access_epoch = 0
         self.sender: asyncio.Task | None = None
         self.timers: dict[str, Alarm] = {}
         # Who is watching (set when the socket connects): the Django user, and the key of
@@ -138,10 +140,16 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await process_hub().watch(group, self)
             self.groups_watched.append(group)
 
+    def note_access_epoch(self) -> None:
+        """Called before the read that lets the socket in: access that ends from here
+        on is caught, whether its event reaches the hub before or after `admit`."""
+        self.access_epoch = process_hub().access_epoch
+
     def admit(self, viewer: Viewer) -> None:
-        """Let the hub check this socket's viewer again from now on."""
+        """Let the hub check this socket's viewer again from now on (at once, before it
+        sends, if access changed since its read)."""
         self.viewer = viewer
-        process_hub().admit(self)
+        process_hub().admit(self, self.access_epoch)
 
     def start_sending(self) -> None:
         """From now on frames go out (before, they wait behind the first snapshot)."""
@@ -288,6 +296,7 @@ class SessionConsumer(LiveConsumer):
         # committed in between still reaches this socket.
         await self.watch(events.session_group(self.public_id))
         share = parse_qs(self.scope.get("query_string", b"").decode()).get("share", [None])[0]
+        self.note_access_epoch()
         found = await in_database_thread(viewer_snapshot, self.user, self.public_id, share)
         if found is None:
             await self.close(code=FORBIDDEN)
@@ -409,6 +418,8 @@ class DashboardConsumer(LiveConsumer):
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=FORBIDDEN)
             return
+        await process_hub().start()  # its epoch counts from the first event it receives
+        self.note_access_epoch()
         projects = await in_database_thread(dashboard_scope, self.user)
         await self.watch(*dashboard_groups(projects))
         summaries = await in_database_thread(dashboard_summaries, self.user)

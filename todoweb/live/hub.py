@@ -155,8 +155,10 @@ class Hub:
         self.renewed_at = timezone.now()
         # The sockets let in (with their viewers), for access checks.
         self.viewers: set[Watcher] = set()
-        # Users whose sockets are held until checked again, and the task checking them.
+        # Users whose sockets are held until checked again, sockets let in while access
+        # changed (held too), and the task checking them.
         self.recheck: set[int] = set()
+        self.unchecked: set[Watcher] = set()
         self.rechecking: asyncio.Task | None = None
         self.reconciling = asyncio.Lock()
         self.since = timezone.now()  # moves before this were caught up on
@@ -166,6 +168,10 @@ class Hub:
         self.outages_checked = 0
         self.cuts_seen = subscription_cuts.count
         self.layer_down = False
+        # Moves whenever access may have ended (an access event, an outage of the layer):
+        # a socket reads what lets it in, then is admitted; if this moved in between,
+        # the event may have passed it by, and it is checked again before it sends.
+        self.access_epoch = 0
 
     async def start(self) -> None:
         if self.ready is None:
@@ -197,12 +203,20 @@ class Hub:
         # socket that reconnects at once finds its subscription still in place.
         self.watchers.get(group, set()).discard(watcher)
 
-    def admit(self, watcher: Watcher) -> None:
-        """From now on `watcher`'s viewer is checked again (its `viewer` is set)."""
+    def admit(self, watcher: Watcher, epoch: int | None = None) -> None:
+        """From now on `watcher`'s viewer is checked again (its `viewer` is set). `epoch`:
+        the hub's access_epoch before its viewer's access was read; if access changed
+        since, the socket is held until its viewer is checked again, as an access event
+        that came before it was admitted did not reach it."""
         self.viewers.add(watcher)
+        if epoch is not None and epoch != self.access_epoch:
+            watcher.hold()
+            self.unchecked.add(watcher)
+            self.start_rechecking()
 
     def dismiss(self, watcher: Watcher) -> None:
         self.viewers.discard(watcher)
+        self.unchecked.discard(watcher)
 
     def saw(self, public_id: str, revision: int) -> None:
         if revision > self.revisions.get(public_id, -1):
@@ -294,6 +308,7 @@ class Hub:
             self.deliver(message)
 
     def layer_went_down(self) -> None:
+        self.access_epoch += 1
         if not self.layer_down:
             self.layer_down = True
             self.outages += 1
@@ -305,6 +320,7 @@ class Hub:
             return False
         self.cuts_seen = subscription_cuts.count
         self.outages += 1
+        self.access_epoch += 1
         return True
 
     async def reconcile_forever(self) -> None:
@@ -366,6 +382,7 @@ class Hub:
         sockets until they are checked again."""
         links, logins, users = set(message["links"]), set(message["logins"]), set(message["users"])
         tokens = set(message.get("tokens", ()))
+        self.access_epoch += 1
         for watcher in list(self.viewers):
             viewer = watcher.viewer
             if viewer.link is not None and viewer.link in links:
@@ -378,13 +395,17 @@ class Hub:
                 watcher.hold()
         if users:
             self.recheck |= users
-            if self.rechecking is None or self.rechecking.done():
-                self.rechecking = asyncio.ensure_future(self.check_held())
+            self.start_rechecking()
+
+    def start_rechecking(self) -> None:
+        if self.rechecking is None or self.rechecking.done():
+            self.rechecking = asyncio.ensure_future(self.check_held())
 
     async def check_held(self) -> None:
-        while self.recheck:
+        while self.recheck or self.unchecked:
             users, self.recheck = self.recheck, set()
-            watchers = [watcher for watcher in self.viewers if watcher.viewer.user in users]
+            unchecked, self.unchecked = self.unchecked, set()
+            watchers = [watcher for watcher in self.viewers if watcher.viewer.user in users or watcher in unchecked]
             try:
                 await self.check_access(watchers)
             except asyncio.CancelledError:
@@ -393,20 +414,23 @@ class Hub:
                 # The database is out of reach: the sockets stay held until it answers.
                 layer_down_logger.warning("Access check failed; retrying", error=exc)
                 self.recheck |= users
+                self.unchecked |= unchecked & self.viewers
                 await asyncio.sleep(1)
                 continue
             for watcher in watchers:
                 # A user named again meanwhile waits for the next check.
-                if watcher.viewer.user not in self.recheck:
+                if watcher.viewer.user not in self.recheck and watcher not in self.unchecked:
                     watcher.release()
 
     async def drop_empty_groups(self) -> None:
         renew = timezone.now() - self.renewed_at > RENEW_GROUPS_EVERY
+        dropped = False
         try:
             for group, members in list(self.watchers.items()):
                 if not members:
                     del self.watchers[group]
                     self.joined.pop(group, None)
+                    dropped = True
                     await self.layer.group_discard(group, self.channel)
                 elif renew:
                     await self.layer.group_add(group, self.channel)
@@ -417,6 +441,21 @@ class Hub:
             raise
         except Exception as exc:
             layer_down_logger.warning("Live subscriptions not updated: the channel layer failed", error=exc)
+        finally:
+            if dropped:
+                self.forget_unwatched()
+
+    def forget_unwatched(self) -> None:
+        """Forget the revisions of sessions no one here watches any more: a process that
+        sees thousands of sessions come and go keeps only its watched ones'. While a
+        dashboard is watched they stay: its reconciliation compares every session of
+        its projects with them (one it forgot would be sent again)."""
+        sessions, projects, staff = watched(list(self.watchers))
+        if projects or staff:
+            return
+        kept = set(sessions)
+        for public_id in [public_id for public_id in self.revisions if public_id not in kept]:
+            del self.revisions[public_id]
 
     def missed_frames(self, since: datetime) -> list[dict[str, Any]]:
         """Frames for what moved on without this process hearing of it (a sync DB read)."""
