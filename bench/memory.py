@@ -5,7 +5,7 @@ Sessions are made by writes through the tool endpoint, --batch (500) at a time, 
 with a share link; after each batch a round of --batch websocket watchers connects,
 one to each of the batch's sessions, reads its snapshot and leaves. The server's RSS
 is read after each round. After --warm-up rounds (3: the third fills what the garbage collector may leave
-frozen, runtime.long_lived), the slope of RSS against the
+frozen, serve.long_lived), the slope of RSS against the
 sessions made (least squares) is printed in MB per 1,000 sessions; target <= 1 MB.
 As a baseline, the same slope is printed for the warm-up rounds (the process filling
 its caches and pools), and RSS at the end against RSS after the warm-up.
