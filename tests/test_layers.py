@@ -28,7 +28,8 @@ LAYERS = [
     ["calls"],
     ["plan"],
     ["models"],
-    ["fields", "logs", "settings"],
+    ["settings"],
+    ["fields", "logs", "redis_connections"],
 ]
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}
 

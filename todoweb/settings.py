@@ -16,6 +16,8 @@ from pathlib import Path
 import dj_database_url
 from csp.constants import NONE, SELF
 
+from todoweb import redis_connections
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -167,7 +169,14 @@ if REDIS_URL:
             # snapshot, so a slow watcher skips to the newest one (todoweb.live).
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_connect_timeout": REDIS_CONNECT_TIMEOUT}],
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+                        # Counts the connections made, so a cut subscription is seen.
+                        "redis_connect_func": redis_connections.connected,
+                    }
+                ],
                 "prefix": TODOWEB_CHANNEL_PREFIX,
             },
         }

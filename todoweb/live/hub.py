@@ -30,8 +30,9 @@ event that says so reaches every hub through the channel layer, which closes or
 holds the sockets concerned at once; and before each reconciliation sends anything,
 the hub checks every socket it serves against the database (four queries at most,
 for all of them) and closes those whose viewer lost access. The hub probes its
-channel layer every PROBE_EVERY seconds and counts the times the layer's
-subscriptions were cut (an outage shorter than a probe); once it has seen either, it
+channel layer every PROBE_EVERY seconds and counts the times the layer connected to
+Redis again (todoweb.redis_connections: its subscriptions may have been cut, in an
+outage shorter than a probe); once it has seen either, it
 checks again before it passes on the first frame that comes through after the
 outage, as events published meanwhile were lost.
 """
@@ -49,6 +50,7 @@ from channels.layers import get_channel_layer
 from django.db.models import Q
 from django.utils import timezone
 
+from todoweb import redis_connections
 from todoweb.live import access, events
 from todoweb.logs import ThrottledLogger
 from todoweb.models import Session
@@ -58,27 +60,6 @@ from todoweb.store.database import calls_in_flight, in_database_thread
 logger = logging.getLogger(__name__)
 layer_down_logger = ThrottledLogger(__name__, every=60)
 
-
-class SubscriptionCuts(logging.Filter):
-    """Counts the times the Redis pub/sub layer lost its subscriptions' connection.
-
-    channels_redis (4.3) catches that error in its receive task, logs it and lets
-    redis-py reconnect and subscribe again, so `receive()` never fails; yet every
-    message published meanwhile is lost. Its log record is the only sign of it.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg == "Unexpected exception in receive task":
-            self.count += 1
-        return True
-
-
-subscription_cuts = SubscriptionCuts()
-logging.getLogger("channels_redis.pubsub").addFilter(subscription_cuts)
 
 RECONCILE_EVERY = 5.0
 # How often the hub checks that its channel layer answers (a publish to its own channel).
@@ -166,7 +147,7 @@ class Hub:
         # while they differ, access that ended may have been announced into the void.
         self.outages = 0
         self.outages_checked = 0
-        self.cuts_seen = subscription_cuts.count
+        self.connections_seen = redis_connections.made
         self.layer_down = False
         # Moves whenever access may have ended (an access event, an outage of the layer):
         # a socket reads what lets it in, then is admitted; if this moved in between,
@@ -314,11 +295,11 @@ class Hub:
             self.outages += 1
 
     def count_cuts(self) -> bool:
-        """Whether the layer's subscriptions were cut since last asked: an outage too
-        short for the probe to see."""
-        if subscription_cuts.count == self.cuts_seen:
+        """Whether the layer connected to Redis again since last asked (its
+        subscriptions may have been cut: an outage too short for the probe to see)."""
+        if redis_connections.made == self.connections_seen:
             return False
-        self.cuts_seen = subscription_cuts.count
+        self.connections_seen = redis_connections.made
         self.outages += 1
         self.access_epoch += 1
         return True
