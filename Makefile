@@ -25,8 +25,10 @@ run: $(RUN_STAMP) .run/secret-key  ## Start todoweb on http://127.0.0.1:8000 (SQ
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/todoweb
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
-test: $(STAMP)  ## Run every test: on SQLite, on PostgreSQL + Redis when they answer, then real server processes
+test: $(STAMP)  ## Run every test: on SQLite (fast paths on, then off), on PostgreSQL + Redis when they answer, then real server processes
 	$(VENV)/bin/pytest --ignore=tests/system --ignore=tests/agents $(PYTEST_ARGS)
+	@echo "== the same suite with every fast path off (the libraries' public paths) =="
+	TODOWEB_FAST_PATHS=0 $(VENV)/bin/pytest --ignore=tests/system --ignore=tests/agents --ignore=tests/browser $(PYTEST_ARGS)
 	@if $(PY) scripts/services_up.py $(PG_TEST_URL) $(REDIS_TEST_URL); then \
 		echo "== the same suite on PostgreSQL + Redis =="; \
 		DATABASE_URL=$(PG_TEST_URL) REDIS_URL=$(REDIS_TEST_URL) $(VENV)/bin/pytest --ignore=tests/system --ignore=tests/agents $(PYTEST_ARGS); \

@@ -29,7 +29,7 @@ LAYERS = [
     ["plan"],
     ["models"],
     ["settings"],
-    ["fields", "logs", "redis_connections"],
+    ["fields", "fences", "logs", "redis_connections"],
 ]
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}
 

@@ -146,6 +146,10 @@ TODOWEB_DB_THREADS = env_int("TODOWEB_DB_THREADS", 2 if _db["ENGINE"] == "django
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The fast paths that lean on a library's private parts (todoweb.fences), each taken
+# only on the versions it was tested with; 0 takes the libraries' public paths alone.
+TODOWEB_FAST_PATHS = env_bool("TODOWEB_FAST_PATHS", True)
+
 # --- Channels and cache ---------------------------------------------------
 
 

@@ -262,7 +262,7 @@ async def asend(messages: Frames) -> None:
     if layer is None or not messages:
         return
     try:
-        if isinstance(layer, ProcessLayer):
+        if isinstance(layer, ProcessLayer) and layer.puts_at_once:
             layer.put_frames(messages)  # on the process's queues: nothing to wait for
             return
         async with asyncio.timeout(PUBLISH_TIMEOUT):

@@ -345,9 +345,14 @@ def untested_versions() -> dict[str, str]:
 def uvicorn_options() -> dict[str, Any]:
     """uvicorn's options for todoweb's application: todoweb's protocols on the tested
     versions (uvicorn's own on others), and none of uvicorn's proxy-header handling:
-    the application applies it to HTTP itself (runtime.handlers)."""
+    the application applies it to HTTP itself (serve.handlers). TODOWEB_FAST_PATHS=0
+    takes uvicorn's own too (todoweb.fences)."""
+    from todoweb import fences
+
     untested = untested_versions()
-    if not untested:
+    if not fences.enabled():
+        protocols = {"http": "httptools", "ws": "websockets-sansio"}
+    elif not untested:
         protocols = {"http": "todoweb.serve.server:HttpProtocol", "ws": "todoweb.serve.server:WebSocketProtocol"}
     else:
         logging.getLogger(__name__).warning(
