@@ -19,6 +19,13 @@ from todoweb.writes.tokens import token_create
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+# A test of a fast path itself (todoweb.fences): skipped in the pass with every fast
+# path off, which runs the rest of the suite on the libraries' public paths.
+fast_path = pytest.mark.skipif(
+    os.environ.get("TODOWEB_FAST_PATHS", "1").lower() in ("0", "false", "no", "off"),
+    reason="tests a fast path, and TODOWEB_FAST_PATHS=0",
+)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def close_connection_pool(django_db_setup, django_db_blocker):

@@ -11,6 +11,7 @@ import threading
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
+from tests.conftest import fast_path
 from todoweb.store import database
 
 # The work gives its thread's connection back as any database work does, which may
@@ -38,6 +39,7 @@ def one_thread(settings):
     settings.TODOWEB_DB_THREADS = 1
 
 
+@fast_path
 async def test_under_the_server_it_runs_in_the_database_thread_with_the_task_s_context():
     assert database.asgiref_uses_its_one_thread()
     color.set("blue")

@@ -14,6 +14,7 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
+from tests.conftest import fast_path
 from todoweb import store
 from todoweb.models import ApiToken, Session, digest
 from todoweb.store import database
@@ -22,6 +23,7 @@ from todoweb.web.api import hooks
 from todoweb.writes import messages
 
 pytestmark = [
+    fast_path,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(connections["default"].vendor != "sqlite", reason="reads on the event loop are SQLite's"),
 ]

@@ -18,6 +18,7 @@ from channels.layers import get_channel_layer
 from django.db import IntegrityError, OperationalError, connections, transaction
 from django.db.transaction import TransactionManagementError
 
+from tests.conftest import fast_path
 from todoweb.live.events import session_group
 from todoweb.models import Revision, Session
 from todoweb.store import loop_writes
@@ -26,6 +27,7 @@ from todoweb.store.loop_writes import TURN, short_write
 from todoweb.writes import revisions
 
 pytestmark = [
+    fast_path,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(connections["default"].vendor != "sqlite", reason="writes on the event loop are SQLite's"),
 ]
