@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
+from tests.conftest import fast_path
 from todoweb.asgi import application
 from todoweb.live import consumers, events, hub
 from todoweb.live.hub import process_hub
@@ -130,6 +131,7 @@ async def test_it_sends_the_current_snapshot_on_connect(member, session):
     await ws.disconnect()
 
 
+@fast_path
 @pytest.mark.parametrize("path", ["session", "dashboard"])
 async def test_a_socket_has_every_attribute_from_its_creation(member, session, monkeypatch, path):
     """No attribute is added after a consumer is made (before its first await): CPython
@@ -276,6 +278,7 @@ async def test_it_answers_a_ping_and_ignores_other_frames(member, session):
     await ws.disconnect()
 
 
+@fast_path
 async def test_a_socket_s_messages_make_no_trip_to_the_database_thread(member, session, monkeypatch):
     """Channels closes old connections in the database thread before every message; the
     board's sockets give theirs back after each piece of work instead."""

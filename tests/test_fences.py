@@ -38,6 +38,7 @@ def test_fast_paths_off_takes_every_public_path(settings):
 
 
 def test_it_says_which_paths_are_off_when_it_starts(settings, caplog, monkeypatch):
+    settings.TODOWEB_FAST_PATHS = True
     monkeypatch.setitem(FENCES, "old", Fence("an old path", "Django", ("1.0.",), lambda: True))
     fences.report()
     assert "Fast path off: an old path, because Django" in caplog.text

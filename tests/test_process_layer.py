@@ -1,12 +1,16 @@
 """The one-process channel layer: a group's message reaches each member's channel as it
-is, and expired memberships are still swept (at most once a second)."""
+is, and expired memberships are still swept (at most once a second). Its fast path:
+with every fast path off, Channels' own group_send serves."""
 
 from __future__ import annotations
 
 import time
 
+from tests.conftest import fast_path
 from todoweb.live import layer
 from todoweb.live.layer import ProcessLayer
+
+pytestmark = fast_path
 
 
 async def test_a_group_message_reaches_every_member_as_it_is():
