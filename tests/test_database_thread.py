@@ -69,6 +69,7 @@ async def test_with_asgiref_s_fence_shut_it_goes_asgiref_s_own_way(settings):
     assert thread != getattr(database.DATABASE_THREAD.thread, "ident", None)
 
 
+@fast_path
 async def test_work_whose_caller_was_cancelled_before_it_ran_is_not_run():
     ran: list[str] = []
     gate = threading.Event()

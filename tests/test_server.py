@@ -18,6 +18,7 @@ import uvicorn
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from websockets.frames import TEXT, Frame
 
+from tests.conftest import fast_path
 from todoweb.serve.server import SharedDeflate, SharedDeflateFactory, compressed
 
 SNAPSHOT = (
@@ -75,6 +76,7 @@ def test_the_compressed_bytes_are_computed_once_per_message():
     assert compressed.cache_info().misses == 1 and compressed.cache_info().hits == 2
 
 
+@fast_path
 def test_it_serves_with_its_own_protocols_only_on_the_tested_versions(monkeypatch, caplog):
     from todoweb.serve import server
 
