@@ -53,7 +53,7 @@ from todoweb.calls.errors import ApiError, TodowebError
 from todoweb.models import ApiToken
 from todoweb.runtime.database import in_database_thread
 from todoweb.runtime.handlers import MCP_PATH, scope_header
-from todoweb.web.api.body import too_large
+from todoweb.web.api.body import check_charset, too_large
 from todoweb.web.api.lookups import check_key
 from todoweb.web.api.tools import tool_definitions
 from todoweb.web.auth import token_auth
@@ -199,6 +199,7 @@ class McpApp:
             await send_json(send, 405, error, [(b"allow", b"POST")])
             return
         try:
+            check_charset(request.content_params.get("charset"))
             body = await read_body(scope, receive)
         except ApiError as error:
             await refuse(send, error, request)
