@@ -30,6 +30,7 @@ import asyncio
 import io
 import json
 import logging
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +45,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
 
 from todoweb import dialects
 from todoweb.calls import jsonio
@@ -172,6 +173,63 @@ def stateless_version(scope: dict[str, Any]) -> str | None:
     return version if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS else None
 
 
+# A protocol version as MCP names them.
+VERSION_FORM = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def input_fault(scope: dict[str, Any], id: str | int | None) -> dict[str, Any] | None:
+    """The JSON-RPC error for what the client controls outside the message (its headers,
+    the URL's choices) when that is not something todoweb can serve; None when all is
+    well. Checked here, before the SDK, which answers some of them as its own internal
+    error and others as a tool error the model cannot fix."""
+    version = scope_header(scope, VERSION_HEADER)
+    if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
+        speaks = ", ".join(SUPPORTED_PROTOCOL_VERSIONS)
+        if not VERSION_FORM.fullmatch(version):
+            message = (
+                f"The MCP-Protocol-Version header {shown(version)} is not a protocol version; todoweb speaks {speaks}"
+            )
+            return rpc_error(id, types.INVALID_REQUEST, message, "invalid_input")
+        data = types.UnsupportedProtocolVersionErrorData(supported=list(SUPPORTED_PROTOCOL_VERSIONS), requested=version)
+        message = f"Protocol version {version} is not one todoweb speaks: {speaks}"
+        error = {"code": types.UNSUPPORTED_PROTOCOL_VERSION, "message": message, "data": data.model_dump(mode="json")}
+        return {"jsonrpc": "2.0", "id": id, "error": error}
+    for where, key in (
+        ("?session=", query_value(scope, "session")),
+        ("The session header", scope_header(scope, b"session")),
+    ):
+        if key is not None and (problem := key_problem(key)):
+            what = "The ?session= in the URL" if where == "?session=" else where
+            return rpc_error(id, types.INVALID_PARAMS, f"{what} ({shown(key)}): {problem}", "invalid_input")
+    mcp_session = scope_header(scope, SESSION_HEADER)
+    if mcp_session is not None and key_problem(f"mcp-{mcp_session}"):
+        message = (
+            f"The Mcp-Session-Id header ({shown(mcp_session)}) is not one todoweb hands out: send back the one "
+            "the answer to initialize gave"
+        )
+        return rpc_error(id, types.INVALID_REQUEST, message, "invalid_input")
+    wanted = query_value(scope, "dialects")
+    if wanted is not None:
+        try:
+            tool_definitions(wanted)
+        except TodowebError as error:  # unknown dialects, or two sharing a tool name
+            return rpc_error(id, types.INVALID_PARAMS, f"?dialects=: {error.message}", "invalid_input")
+    return None
+
+
+def key_problem(key: str) -> str | None:
+    try:
+        check_key(key)
+    except TodowebError as error:
+        return error.message
+    return None
+
+
+def shown(text: str) -> str:
+    """A client's text quoted in a message: cut short, every control character escaped."""
+    return json.dumps(text[:80] + ("…" if len(text) > 80 else ""))
+
+
 def new_server() -> Server:
     return Server("todoweb", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
 
@@ -214,6 +272,10 @@ class McpApp:
         version = stateless_version(scope)
         if version is not None and not named_session(scope) and request_id(message) is not None:
             await send_json(send, 400, handshake_please(version, request_id(message)))
+            return
+        fault = input_fault(scope, request_id(message))
+        if fault is not None:
+            await send_json(send, 400, fault)
             return
         manager = await self.manager()
         await manager.handle_request(scope, replay(body, receive), with_session_id(scope, message, send))
