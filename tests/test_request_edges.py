@@ -12,8 +12,9 @@ import httpx
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from todoweb.asgi import application
+from todoweb.asgi import application, django_asgi_app
 from todoweb.models import Revision
+from todoweb.runtime.handlers import http_application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,12 +85,17 @@ async def test_unknown_paths_and_methods_under_the_api_answer_in_its_error_shape
     assert body["error"]["message"] == "Method not allowed: PUT /api/v1/sessions/s1/tool; it takes POST"
 
 
-@pytest.mark.parametrize("proxy, scheme", [("127.0.0.1", "https"), ("203.0.113.7", "http")])
-async def test_the_scheme_a_trusted_proxy_forwards_is_the_requests(token, proxy, scheme):
-    """Behind a proxy at an address in FORWARDED_ALLOW_IPS (127.0.0.1 by default), an
-    answer's links take the scheme it forwards; from any other address, not."""
+@pytest.mark.parametrize(
+    "trusted, proxy, scheme",
+    [(["127.0.0.1"], "127.0.0.1", "https"), (["127.0.0.1"], "203.0.113.7", "http"), ([], "127.0.0.1", "http")],
+)
+async def test_the_scheme_a_trusted_proxy_forwards_is_the_requests(token, settings, trusted, proxy, scheme):
+    """Behind a proxy at an address in FORWARDED_ALLOW_IPS, an answer's links take the
+    scheme it forwards; from any other address, or with no proxy configured (the
+    default, even from this machine), not."""
+    settings.FORWARDED_ALLOW_IPS = trusted
     bearer = {"Authorization": f"Bearer {token}", "X-Forwarded-Proto": "https"}
-    transport = httpx.ASGITransport(app=application, client=(proxy, 5000))
+    transport = httpx.ASGITransport(app=http_application(django_asgi_app), client=(proxy, 5000))
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         await client.post("/api/v1/sessions/s1/tool", json={"tool": "TodoWrite", "input": PLAN}, headers=bearer)
         share = await client.post("/api/v1/sessions/s1/share", json={}, headers=bearer)
