@@ -22,6 +22,10 @@ by the SDK, under the API's limits: over `TODOWEB_MAX_BODY_BYTES` it is a 413, t
 that is not JSON a parse error, and tool arguments that the tool endpoint would
 refuse (overflowing numbers, deep nesting, NUL, huge lists) a tool error in the
 endpoint's words. Whatever reaches the write path has passed the endpoint's checks.
+What the client sets outside the message (the protocol version header, the session
+it names, the Mcp-Session-Id it sends back, `?dialects=`, the body's charset) is
+checked before the SDK sees the request: a fault there is the client's, a 400 (415)
+with a JSON-RPC error that says what is wrong.
 """
 
 from __future__ import annotations
