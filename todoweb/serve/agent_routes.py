@@ -13,7 +13,7 @@ cannot read that way (a Content-Type with parameters, a header given twice) is r
 through Django's ASGIRequest by the endpoint's view, made and answered by the API
 handler's own methods.
 No request_finished signal either: it would cost a hop to the database thread, where
-the connection is checked after each piece of work instead (runtime.database). A
+the connection is checked after each piece of work instead (store.database). A
 request this route is not sure of (a query parameter it does not know or whose value
 ninja would refuse, a hook body that does not validate, a body over the size limit,
 another method) goes to the API handler, which answers it in full: this route only
