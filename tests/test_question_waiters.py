@@ -106,6 +106,12 @@ def board_answer(member: Any, question_id: int, decision: str) -> Any:
     )
 
 
+def panel_page(member: Any) -> str:
+    board = Client()
+    board.force_login(member)
+    return board.get(Session.objects.get(key=SESSION_ID).get_absolute_url()).content.decode()
+
+
 @pytest.fixture
 def app() -> Any:
     return AgentRoutes(ApiHandler())
@@ -131,6 +137,10 @@ async def test_it_abandons_a_plan_whose_hook_hung_up_and_refuses_a_later_approva
     refused_on_board = await sync_to_async(board_answer)(member, question.pk, "allow")
     assert refused_on_board.status_code == 409
     assert refused_on_board.json()["error"]["code"] == "abandoned"
+
+    panel = await sync_to_async(panel_page)(member)
+    assert "The agent stopped waiting: its request ended before an answer came, so none is taken." in panel
+    assert "state-abandoned" in panel
 
     # Nothing changed: no decision, no one named, nobody left waiting.
     stored = await in_database_thread(Question.objects.get)
