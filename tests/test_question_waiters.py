@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import time
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
+from django.utils import timezone
 
+from tests.conftest import Api
 from tests.test_questions import SESSION_ID, exit_plan_mode
 from todoweb.models import Question, Session
 from todoweb.serve.agent_routes import AgentRoutes
 from todoweb.serve.handlers import ApiHandler
 from todoweb.store.database import in_database_thread
+from todoweb.writes import questions
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -176,3 +181,35 @@ async def test_the_last_poll_hanging_up_abandons_a_question_asked_by_api(app, to
     status, refused = await api(app, token, "POST", f"{QUESTIONS}/{asked['id']}/answer", {"decision": "deny"})
     assert (status, refused["error"]["code"]) == (409, "abandoned")
     assert (await in_database_thread(Question.objects.get)).abandoned_at is not None
+
+
+async def test_a_waiter_on_another_process_keeps_the_question_open(app, token):
+    """The count is the question's row: a request waiting on another server process
+    (counted there as this one counts its own) is a waiter all the same."""
+    hook = Request(app, token, "POST", "/api/v1/hooks/claude-code?wait=60", exit_plan_mode())
+    question = await until(waited_on_by(1))
+    await in_database_thread(questions.start_waiting, question.pk)  # the other process's poll
+    await hook.hang_up()
+    stored = await in_database_thread(Question.objects.get)
+    assert (stored.abandoned_at, stored.waiters) == (None, 1)
+    await in_database_thread(questions.stop_waiting, stored, hung_up=True)  # it hangs up too
+    assert (await in_database_thread(Question.objects.get)).abandoned_at is not None
+
+
+def test_a_real_server_sees_the_hook_hang_up(asgi_server, token):
+    """Over a socket, as Claude Code's http hook hangs up at its own timeout."""
+    body = json.dumps(exit_plan_mode()).encode()
+    with socket.create_connection(("127.0.0.1", asgi_server.port)) as hook:
+        hook.sendall(
+            b"POST /api/v1/hooks/claude-code?wait=5 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n".encode()
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        while not Question.objects.filter(waiters=1).exists():
+            time.sleep(0.01)
+    # Without the hang-up seen, it would stay open until its 5 s pass, then expire.
+    while (question := Question.objects.get()).abandoned_at is None and question.expires_at > timezone.now():
+        time.sleep(0.01)
+    answered = Api(token).post(f"{QUESTIONS}/{question.pk}/answer", {"decision": "allow"})
+    assert (answered.status_code, answered.json()["error"]["code"]) == (409, "abandoned")
