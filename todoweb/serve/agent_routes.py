@@ -115,8 +115,8 @@ class Route:
     """One of the agents' write endpoints, as a request's path names it."""
 
     view: View  # its answer through Django's request
-    # Its answer from the ASGI request and body alone (None: the view reads the request).
-    answer: Callable[[dict[str, Any], bytes], Answering | None]
+    # Its answer from the ASGI request, body and `receive` alone (None: the view reads the request).
+    answer: Callable[[dict[str, Any], bytes, Any], Answering | None]
 
 
 def route_of(scope: dict[str, Any]) -> Route | None:
@@ -126,16 +126,20 @@ def route_of(scope: dict[str, Any]) -> Route | None:
     path = scope["path"]
     if match := TOOL_PATH.fullmatch(path):
         key = match.group(1)
-        return Route(lambda request: tool_view(request, key), lambda scope, body: tool_answer(scope, body, key))
+        return Route(lambda request: tool_view(request, key), lambda scope, body, _: tool_answer(scope, body, key))
     if (match := HOOK_PATH.fullmatch(path)) and match.group(1) in AGENTS:
         name = match.group(1)
-        return Route(lambda request: hook_view(request, name), lambda scope, body: hook_answer(scope, body, name))
+        return Route(
+            lambda request: hook_view(request, name),
+            lambda scope, body, receive: hook_answer(scope, body, name, receive),
+        )
     return None
 
 
-def hook_answer(scope: dict[str, Any], body: bytes, name: str) -> Answering | None:
+def hook_answer(scope: dict[str, Any], body: bytes, name: str, receive: Any) -> Answering | None:
     """The hook's answer, read from the ASGI request alone, when everything the API
-    would check of it is as the API takes it (None: the hook view reads it)."""
+    would check of it is as the API takes it (None: the hook view reads it). `receive`
+    tells a plan's wait when the hook hangs up."""
     read = json_request(scope, body, hook_query, HOOK_HEADERS)
     if read is None:
         return None
@@ -152,6 +156,7 @@ def hook_answer(scope: dict[str, Any], body: bytes, name: str) -> Answering | No
         headers.get(b"authorization", ""),
         headers.get(b"x-api-key", ""),
         headers.get(b"x-todoweb-branch"),
+        receive,
     )
     return record_hook(name, posted)
 
@@ -233,7 +238,7 @@ class AgentRoutes:
         body, complete = await read_body(receive, settings.TODOWEB_MAX_BODY_BYTES)
         if body is None:
             return  # the client went away
-        answering = route.answer(scope, body) if complete else None
+        answering = route.answer(scope, body, receive) if complete else None
         if answering is not None:
             await self.answer(scope, body, answering, send)
             return
