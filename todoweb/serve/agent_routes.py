@@ -81,7 +81,9 @@ def hook_view(request: HttpRequest, name: str) -> Awaitable[HttpResponseBase] | 
         hook = HookInput.model_validate(api.parser.parse_body(request))
     except Exception:
         return None  # the API answers it with its own error
-    posted = HookPost.of_request(request, hook, query.get("reply"), query.get("answer"), int(query["wait"]))
+    posted = HookPost.of(
+        hook, reply=query.get("reply"), answer=query.get("answer"), wait=int(query["wait"]), header=request.headers.get
+    )
     return hook_response(request, name, posted)
 
 
@@ -148,15 +150,13 @@ def hook_answer(scope: dict[str, Any], body: bytes, name: str, receive: Any) -> 
         hook = HookInput.model_validate(event)
     except Exception:
         return None
-    posted = HookPost(
+    posted = HookPost.of(
         hook,
-        query.get("reply"),
-        query.get("answer"),
-        int(query["wait"]),
-        headers.get(b"authorization", ""),
-        headers.get(b"x-api-key", ""),
-        headers.get(b"x-todoweb-branch"),
-        receive,
+        reply=query.get("reply"),
+        answer=query.get("answer"),
+        wait=int(query["wait"]),
+        header=lambda name: headers.get(name.encode()),
+        receive=receive,
     )
     return record_hook(name, posted)
 
@@ -168,22 +168,18 @@ def tool_answer(scope: dict[str, Any], body: bytes, session_key: str) -> Answeri
     if read is None:
         return None
     query, headers, call_body = read
-    posted = ToolPost(
+    posted = ToolPost.of(
         call_body,
-        query.get("reply"),
-        query.get("dialect"),
-        query.get("title"),
-        headers.get(b"x-todoweb-title"),
-        headers.get(b"idempotency-key", ""),
-        headers.get(b"if-match"),
-        headers.get(b"authorization", ""),
-        headers.get(b"x-api-key", ""),
+        reply=query.get("reply"),
+        dialect=query.get("dialect"),
+        title=query.get("title"),
+        header=lambda name: headers.get(name.encode()),
     )
     return record_tool(session_key, posted)
 
 
-HOOK_HEADERS = {b"content-type", b"authorization", b"x-api-key", b"x-todoweb-branch"}
-TOOL_HEADERS = {b"content-type", b"authorization", b"x-api-key", b"x-todoweb-title", b"idempotency-key", b"if-match"}
+HOOK_HEADERS = {name.encode() for name in HookPost.HEADERS}
+TOOL_HEADERS = {name.encode() for name in ToolPost.HEADERS}
 
 
 def json_request(

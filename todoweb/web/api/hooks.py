@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router
@@ -160,7 +160,8 @@ def hook_endpoint(name: str, agent: HookAgent) -> Callable[..., Awaitable[HttpRe
         answer: Literal["full", "hook"] | None = None,
         wait: int = Query(PLAN_WAIT, ge=1, le=MAX_WAIT, description="ExitPlanMode: seconds to wait for approval"),
     ) -> HttpResponse:
-        return await hook_response(request, name, HookPost.of_request(request, hook, reply, answer, wait))
+        posted = HookPost.of(hook, reply=reply, answer=answer, wait=wait, header=request.headers.get)
+        return await hook_response(request, name, posted)
 
     post_hook.__name__ = f"post_{name.replace('-', '_')}_hook"  # the operation's id in the OpenAPI schema
     post_hook.__doc__ = agent.description
@@ -189,13 +190,31 @@ class HookPost:
     # up (None: Django's handler reads it, and cancels the wait on a hang-up).
     receive: Receive | None = field(default=None, compare=False)
 
+    # The headers the hook endpoints read (lower case), by whichever route reads them.
+    HEADERS: ClassVar[tuple[str, ...]] = ("content-type", "authorization", "x-api-key", BRANCH_HEADER.lower())
+
     @classmethod
-    def of_request(
-        cls, request: HttpRequest, hook: HookInput, reply: str | None, answer: str | None, wait: int
+    def of(
+        cls,
+        hook: HookInput,
+        *,
+        reply: str | None,
+        answer: str | None,
+        wait: int,
+        header: Callable[[str], str | None],
+        receive: Receive | None = None,
     ) -> HookPost:
-        headers = request.headers
-        authorization, api_key = headers.get("Authorization", ""), headers.get("X-Api-Key", "")
-        return cls(hook, reply, answer, wait, authorization, api_key, headers.get(BRANCH_HEADER))
+        """The event posted, its headers read by `header` (a name of HEADERS: its value, or None)."""
+        return cls(
+            hook,
+            reply,
+            answer,
+            wait,
+            header("authorization") or "",
+            header("x-api-key") or "",
+            header(BRANCH_HEADER.lower()),
+            receive,
+        )
 
     def token_digest(self) -> str:
         """The digest of the hook's token (401 without one)."""
