@@ -5,14 +5,19 @@ the same counts); the person is told until when."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
+import httpx
 import pytest
+from axes.models import AccessAttempt
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
 from tests.conftest import MEMBER_PASSWORD
+from todoweb.asgi import application, django_asgi_app
+from todoweb.serve.handlers import http_application
 
 LIMIT = 5
 
@@ -102,3 +107,39 @@ def test_a_test_clients_login_without_a_request_still_works(member):
     client = Client()
     assert client.login(username="member", password=MEMBER_PASSWORD)
     assert not client.login(username="member", password="wrong")
+
+
+async def log_in_through(app: Any, username: str, password: str, *, forwarded_for: str) -> httpx.Response:
+    """A login through the form, as the server runs the application, from 127.0.0.1 (a
+    client on this machine, or a proxy on it) saying it forwards for `forwarded_for`."""
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 40000))
+    headers = {"X-Forwarded-For": forwarded_for}
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=headers) as browser:
+        await browser.get("/accounts/login/")
+        form = {"username": username, "password": password, "csrfmiddlewaretoken": browser.cookies["csrftoken"]}
+        return await browser.post("/accounts/login/", data=form)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_with_no_proxy_configured_a_changing_x_forwarded_for_does_not_dodge_the_address_lock(member):
+    for n in range(LIMIT):
+        await log_in_through(application, f"guess-{n}", "wrong", forwarded_for=f"198.51.100.{n + 1}")
+    # Counted against the connection's address, whatever the header said.
+    addresses = {address async for address in AccessAttempt.objects.values_list("ip_address", flat=True)}
+    assert addresses == {"127.0.0.1"}
+    locked = await log_in_through(application, "member", MEMBER_PASSWORD, forwarded_for="198.51.100.99")
+    assert locked.status_code == 429
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_from_a_configured_proxy_the_forwarded_address_is_the_one_locked_out(member, settings):
+    settings.FORWARDED_ALLOW_IPS = ["127.0.0.1"]
+    behind_a_proxy = http_application(django_asgi_app)
+    for n in range(LIMIT):
+        await log_in_through(behind_a_proxy, f"guess-{n}", "wrong", forwarded_for="203.0.113.9")
+    addresses = {address async for address in AccessAttempt.objects.values_list("ip_address", flat=True)}
+    assert addresses == {"203.0.113.9"}
+    locked = await log_in_through(behind_a_proxy, "member", MEMBER_PASSWORD, forwarded_for="203.0.113.9")
+    assert locked.status_code == 429
+    elsewhere = await log_in_through(behind_a_proxy, "member", MEMBER_PASSWORD, forwarded_for="198.51.100.7")
+    assert elsewhere.status_code == 302

@@ -1,6 +1,6 @@
 """Open websockets are kept out of the garbage collector's full collections, in
 batches as they open; what closed ones left in reference cycles is collected once half
-of the frozen ones have closed, at most once per interval (runtime.long_lived)."""
+of the frozen ones have closed, at most once per interval (serve.long_lived)."""
 
 from __future__ import annotations
 

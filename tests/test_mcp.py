@@ -17,8 +17,8 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 
 from todoweb.models import Revision, Session
 
@@ -380,17 +380,24 @@ def test_a_write_through_mcp_reaches_the_sessions_watchers(asgi_server, token, p
 
 
 def test_unknown_dialects_are_an_mcp_error_not_a_crash(asgi_server, token):
-    from mcp.shared.exceptions import MCPError
+    """Refused from the first request on: the client shows why as it connects."""
 
-    async def list_unknown() -> str:
+    async def connect() -> None:
         async with mcp_client(f"{asgi_server.url}/mcp?dialects=nope", token) as session:
-            try:
-                await session.list_tools()
-            except MCPError as error:
-                return error.message
-        return "no error"
+            await session.list_tools()
 
-    assert run(list_unknown()).startswith("Unknown dialect(s): nope. Known: ")
+    with pytest.raises(BaseExceptionGroup) as raised:
+        run(connect())
+    errors = leaves(raised.value.subgroup(lambda error: isinstance(error, MCPError)))
+    assert errors and errors[0].message.startswith("?dialects=: Unknown dialect(s): nope. Known: ")
+
+
+def leaves(group: BaseException | None) -> list[Any]:
+    if group is None:
+        return []
+    if isinstance(group, BaseExceptionGroup):
+        return [leaf for error in group.exceptions for leaf in leaves(error)]
+    return [group]
 
 
 def test_a_persons_edit_is_told_to_the_agent_on_its_next_mcp_call(asgi_server, token):
@@ -413,6 +420,7 @@ def test_a_persons_edit_is_told_to_the_agent_on_its_next_mcp_call(asgi_server, t
     assert "removed" in text and "Fix <b>the</b> bug" in text
 
 
+SPEAKS = ", ".join(SUPPORTED_PROTOCOL_VERSIONS)
 HANDSHAKE_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 
 
@@ -527,3 +535,47 @@ def test_a_get_is_answered_405_at_once(asgi_server, token):
     )
     assert answer.status_code == 405
     assert answer.headers["Allow"] == "POST"
+
+
+def tool_call_answer(url: str, token: str, **headers: str) -> httpx.Response:
+    return mcp_post(url, token, tool_call_text("TodoWrite", json.dumps(PLAN)), **headers)
+
+
+def input_fault(answer: httpx.Response, code: int) -> str:
+    """The message of a 400 JSON-RPC error with this code, in the API's code for it."""
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == code, error
+    return error["message"]
+
+
+def test_a_bad_protocol_version_header_is_the_clients_fault_said_as_such(asgi_server, token):
+    url = f"{asgi_server.url}/mcp?session=s1"
+    message = input_fault(tool_call_answer(url, token, **{"MCP-Protocol-Version": "bogus"}), INVALID_REQUEST)
+    assert message == f'The MCP-Protocol-Version header "bogus" is not a protocol version; todoweb speaks {SPEAKS}'
+    unknown = tool_call_answer(url, token, **{"MCP-Protocol-Version": "2031-01-01"})
+    assert input_fault(unknown, UNSUPPORTED_PROTOCOL_VERSION) == (
+        f"Protocol version 2031-01-01 is not one todoweb speaks: {SPEAKS}"
+    )
+    assert unknown.json()["error"]["data"]["supported"] == list(SUPPORTED_PROTOCOL_VERSIONS)
+    assert not Revision.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "query, headers, code, message",
+    [
+        ("?session=a%01b", {}, INVALID_PARAMS, 'The ?session= in the URL ("a\\u0001b"): Invalid session key: '),
+        ("?session=a%2Fb", {}, INVALID_PARAMS, 'The ?session= in the URL ("a/b"): Invalid session key: '),
+        ("?session=a%00b", {}, INVALID_PARAMS, "The URL may not contain the NUL character (%00)"),
+        ("", {"session": "a b"}, INVALID_PARAMS, 'The session header ("a b"): Invalid session key: '),
+        ("?session=s1", {"Mcp-Session-Id": "not<an>id"}, INVALID_REQUEST, 'The Mcp-Session-Id header ("not<an>id")'),
+        ("?session=s1&dialects=nope", {}, INVALID_PARAMS, "?dialects=: Unknown dialect(s): nope. Known: "),
+    ],
+)
+def test_a_bad_session_or_dialect_in_the_url_or_headers_is_a_400_saying_what_is_wrong(
+    asgi_server, token, query, headers, code, message
+):
+    answer = tool_call_answer(f"{asgi_server.url}/mcp{query}", token, **headers)
+    assert input_fault(answer, code).startswith(message)
+    assert answer.json()["error"]["data"]["code"] == "invalid_input"
+    assert not Revision.objects.exists()

@@ -5,14 +5,16 @@ does not have. Each is answered in the API's error shape, never with a 500."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from todoweb.asgi import application
+from todoweb.asgi import application, django_asgi_app
 from todoweb.models import Revision
+from todoweb.serve.handlers import http_application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,14 +85,76 @@ async def test_unknown_paths_and_methods_under_the_api_answer_in_its_error_shape
     assert body["error"]["message"] == "Method not allowed: PUT /api/v1/sessions/s1/tool; it takes POST"
 
 
-@pytest.mark.parametrize("proxy, scheme", [("127.0.0.1", "https"), ("203.0.113.7", "http")])
-async def test_the_scheme_a_trusted_proxy_forwards_is_the_requests(token, proxy, scheme):
-    """Behind a proxy at an address in FORWARDED_ALLOW_IPS (127.0.0.1 by default), an
-    answer's links take the scheme it forwards; from any other address, not."""
+@pytest.mark.parametrize(
+    "trusted, proxy, scheme",
+    [(["127.0.0.1"], "127.0.0.1", "https"), (["127.0.0.1"], "203.0.113.7", "http"), ([], "127.0.0.1", "http")],
+)
+async def test_the_scheme_a_trusted_proxy_forwards_is_the_requests(token, settings, trusted, proxy, scheme):
+    """Behind a proxy at an address in FORWARDED_ALLOW_IPS, an answer's links take the
+    scheme it forwards; from any other address, or with no proxy configured (the
+    default, even from this machine), not."""
+    settings.FORWARDED_ALLOW_IPS = trusted
     bearer = {"Authorization": f"Bearer {token}", "X-Forwarded-Proto": "https"}
-    transport = httpx.ASGITransport(app=application, client=(proxy, 5000))
+    transport = httpx.ASGITransport(app=http_application(django_asgi_app), client=(proxy, 5000))
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         await client.post("/api/v1/sessions/s1/tool", json={"tool": "TodoWrite", "input": PLAN}, headers=bearer)
         share = await client.post("/api/v1/sessions/s1/share", json={}, headers=bearer)
     assert share.status_code == 201, share.content
     assert share.json()["url"].startswith(f"{scheme}://127.0.0.1/s/")
+
+
+HOOK = {
+    "session_id": "s1",
+    "hook_event_name": "PostToolUse",
+    "tool_name": "TodoWrite",
+    "tool_input": PLAN,
+    "tool_response": {},
+}
+MCP_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "TodoWrite", "arguments": PLAN}}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+# Every JSON endpoint: (path, body, extra headers).
+JSON_ENDPOINTS = {
+    "tool endpoint": ("/api/v1/sessions/s1/tool", {"tool": "TodoWrite", "input": PLAN}, {}),
+    "hook": ("/api/v1/hooks/claude-code", HOOK, {}),
+    "edits": ("/api/v1/sessions/s1/edits", {"todos": PLAN["todos"]}, {}),
+    "OTLP": ("/v1/logs", {"resourceLogs": []}, {}),
+    "MCP": ("/mcp?session=s1", MCP_CALL, MCP_HEADERS),
+}
+
+
+@pytest.mark.parametrize("charset", ["utf-16", "UTF-16LE", "iso-8859-1", '"utf-32"'])
+@pytest.mark.parametrize("endpoint", JSON_ENDPOINTS.values(), ids=JSON_ENDPOINTS.keys())
+async def test_a_json_body_in_another_charset_than_utf_8_is_refused(server, token, endpoint, charset):
+    path, body, extra = endpoint
+    encoding = charset.strip('"').lower()
+    headers = extra | {"Authorization": f"Bearer {token}", "Content-Type": f"application/json; charset={charset}"}
+    answer = await server.post(path, content=json.dumps(body).encode(encoding), headers=headers)
+    assert answer.status_code == 415, answer.text
+    error = answer.json()["error"]
+    declared = charset.strip('"')
+    message = (
+        f"The body is declared as charset={declared}; todoweb takes JSON in UTF-8 only: send UTF-8 text, "
+        "with 'charset=utf-8' or no charset"
+    )
+    assert error["message"] == message
+    assert error.get("data", {"code": error.get("code")})["code"] == "unsupported_media_type"
+    assert await Revision.objects.acount() == 0
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/json", "application/json; charset=utf-8", "application/json; charset=UTF-8"]
+)
+async def test_a_json_body_in_utf_8_is_taken_with_or_without_its_charset(server, token, content_type):
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": content_type}
+    write = {"tool": "TodoWrite", "input": PLAN}
+    assert (
+        await server.post("/api/v1/sessions/s1/tool", content=json.dumps(write), headers=headers)
+    ).status_code == 200
+    assert (
+        await server.post("/api/v1/hooks/claude-code", content=json.dumps(HOOK), headers=headers)
+    ).status_code == 200
+    mcp = await server.post("/mcp?session=s1", content=json.dumps(MCP_CALL), headers=headers | MCP_HEADERS)
+    assert mcp.status_code == 200, mcp.text
+    otlp = await server.post("/v1/logs", content=b'{"resourceLogs": []}', headers=headers)
+    assert otlp.status_code == 200, otlp.text
+    assert await Revision.objects.acount() == 3

@@ -1,6 +1,6 @@
 """On SQLite, an agent's tool call is written on the event loop's own thread, the
 calls of one turn of the loop in one transaction that holds the write lock from its
-start and commits once (runtime.loop_writes), when nothing else writes; with another
+start and commits once (store.loop_writes), when nothing else writes; with another
 writer at work, of this process or another, it is written in the database thread as
 before; a failing call is rolled back alone, and nothing is written twice."""
 

@@ -331,6 +331,10 @@ class Question(models.Model):
     feedback = models.TextField(blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     decided_by = models.CharField(max_length=150, blank=True)
+    # The requests waiting on it now (the hook that asked, `?wait` polls), whatever
+    # process serves them: when the last one hangs up, no agent will read an answer.
+    waiters = models.PositiveIntegerField(default=0)
+    abandoned_at = models.DateTimeField(null=True, blank=True)  # its last waiter hung up
 
     class Meta:
         ordering = ["session", "id"]

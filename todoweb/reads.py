@@ -148,7 +148,8 @@ QUESTIONS_SHOWN = 10
 
 def questions_data(session: Session, *, now: datetime | None = None) -> list[dict[str, Any]]:
     """The agent's newest questions to people, oldest first: `open` (until it stops
-    waiting), `allowed`, `denied`, or `expired` (its own prompt asked instead)."""
+    waiting), `allowed`, `denied`, `expired` (its own prompt asked instead) or
+    `abandoned` (every request waiting for the answer hung up before it came)."""
     rows = list(Question.objects.filter(session=session).order_by("-id")[:QUESTIONS_SHOWN])
     return [question_data(question, now=now or timezone.now()) for question in reversed(rows)]
 
@@ -156,6 +157,8 @@ def questions_data(session: Session, *, now: datetime | None = None) -> list[dic
 def question_data(question: Question, *, now: datetime) -> dict[str, Any]:
     if question.decision:
         state = "allowed" if question.decision == Question.Decision.ALLOW else "denied"
+    elif question.abandoned_at is not None:
+        state = "abandoned"
     else:
         state = "open" if question.expires_at > now else "expired"
     return {
@@ -169,6 +172,7 @@ def question_data(question: Question, *, now: datetime) -> dict[str, Any]:
         "state": state,
         "feedback": question.feedback,
         "decided_at": plan.iso(question.decided_at),
+        "abandoned_at": plan.iso(question.abandoned_at),
     }
 
 

@@ -41,8 +41,11 @@ DEBUG = env_bool("DEBUG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 # Behind a proxy: the addresses whose X-Forwarded-For and X-Forwarded-Proto are taken
-# as the client's address and scheme (uvicorn's variable; "*" trusts any).
-FORWARDED_ALLOW_IPS = env_list("FORWARDED_ALLOW_IPS", "127.0.0.1")
+# as the client's address and scheme (uvicorn's variable and middleware; "*" trusts
+# any). None by default: a client talking to the server directly, even from this
+# machine, would otherwise choose the address its failed logins are counted against.
+# Django reads the outcome (REMOTE_ADDR, the request's scheme), never the headers.
+FORWARDED_ALLOW_IPS = env_list("FORWARDED_ALLOW_IPS", "")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -223,6 +226,9 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "todoweb.web.board.login_throttle.locked_out"
+# The address the server gave the request (from a configured proxy's X-Forwarded-For,
+# see FORWARDED_ALLOW_IPS), never one axes would read from the headers itself.
+AXES_CLIENT_IP_CALLABLE = "todoweb.web.board.login_throttle.client_address"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -270,7 +276,8 @@ CONTENT_SECURITY_POLICY = {
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 if env_bool("TODOWEB_HTTPS"):
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # No SECURE_PROXY_SSL_HEADER: Django would take X-Forwarded-Proto from any client.
+    # The scheme is the one uvicorn's proxy-header middleware sets from FORWARDED_ALLOW_IPS.
     SECURE_SSL_REDIRECT = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True

@@ -15,10 +15,10 @@ export const NOTE_MAX_CHARS = 2000;
 
 // --- Pure parts (unit-tested in tests/js/panel_steering.test.mjs) ---
 
-// A message only moves forward: waiting → told → kept. A question: open → expired,
-// or open → allowed / denied.
+// A message only moves forward: waiting → told → kept. A question: open → expired or
+// abandoned (every request waiting for it hung up), or open → allowed / denied.
 const MESSAGE_RANK = { waiting: 0, told: 1, kept: 2 };
-const QUESTION_RANK = { open: 0, expired: 1, allowed: 2, denied: 2 };
+const QUESTION_RANK = { open: 0, expired: 1, abandoned: 1, allowed: 2, denied: 2 };
 
 // The lists as they stand after `incoming` (a frame, an answer, a fresh read), whatever
 // order they arrive in: per id the one further along wins (the incoming one when even),
@@ -84,13 +84,16 @@ export function questionTitle(question) {
   return `The agent asks to use ${question.tool || "a tool"}`;
 }
 
+// Said the same by the server's partial (board/views.py) and its refusal of a late answer.
+const ABANDONED = "The agent stopped waiting: its request ended before an answer came, so none is taken.";
+
 const allowWord = (question) => (question.kind === "plan" ? "approved" : "allowed");
 
 export function questionBadge(question, now = Date.now()) {
   const state = questionState(question, now);
   if (state === "open") return "waiting for an answer";
   if (state === "allowed") return allowWord(question);
-  return state; // denied, expired
+  return state; // denied, expired, abandoned
 }
 
 export function allowLabel(question) {
@@ -105,6 +108,7 @@ export function questionOutcome(question, by = "", now = Date.now()) {
   if (state === "allowed") return `${allowWord(question)[0].toUpperCase()}${allowWord(question).slice(1)}${who}.`;
   if (state === "denied") return `Denied${who}.`;
   if (state === "expired") return "No answer in time: the agent's own prompt asked instead.";
+  if (state === "abandoned") return ABANDONED;
   return "";
 }
 

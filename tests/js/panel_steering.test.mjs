@@ -94,6 +94,19 @@ test("an open question counts down to its expiry by this browser's clock, then i
   assert.equal(questionState(question({ state: "denied" }), late), "denied");
 });
 
+test("a question whose asker hung up is abandoned: said so, no countdown, never reopened", () => {
+  const abandoned = question({ state: "abandoned" });
+  assert.equal(questionState(abandoned, NOW), "abandoned");
+  assert.equal(countdownText(abandoned, NOW), "");
+  assert.equal(questionBadge(abandoned, NOW), "abandoned");
+  assert.equal(
+    questionOutcome(abandoned, "", NOW),
+    "The agent stopped waiting: its request ended before an answer came, so none is taken.",
+  );
+  // An open copy arriving late (a fresh read started before) does not bring it back.
+  assert.deepEqual(mergeQuestions([abandoned], [question({})]), [abandoned]);
+});
+
 test("a question is worded by its kind: a plan is approved, a tool allowed", () => {
   assert.equal(questionTitle(question({})), "The agent asks you to approve its plan");
   assert.equal(questionTitle(question({ kind: "permission", tool: "Bash" })), "The agent asks to use Bash");

@@ -76,6 +76,8 @@ def two_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoServers
             TODOWEB_CHANNEL_PREFIX=prefix,
             # These tests are about writes and delivery, not the rate limit.
             TODOWEB_RATE_LIMIT="100000",
+            # As behind a proxy on this machine: the logins' addresses are forwarded.
+            FORWARDED_ALLOW_IPS="127.0.0.1",
             DJANGO_SUPERUSER_USERNAME="staff",
             DJANGO_SUPERUSER_PASSWORD=PASSWORD,
             DJANGO_SUPERUSER_EMAIL="staff@example.com",
@@ -272,8 +274,8 @@ def test_a_staff_dashboard_on_b_sees_a_session_created_on_a(two_servers: TwoServ
 
 
 def login_attempt(server: Server, username: str, password: str, *, address: str) -> httpx.Response:
-    """A login through the form, from `address` as the proxy in front says (todoweb trusts
-    X-Forwarded-For from 127.0.0.1, as it is set up behind a proxy)."""
+    """A login through the form, from `address` as the proxy in front says (the servers
+    trust X-Forwarded-For from 127.0.0.1, as set up behind a proxy on this machine)."""
     with httpx.Client(base_url=server.url, timeout=HTTP_TIMEOUT, headers={"X-Forwarded-For": address}) as http:
         login = http.get("/accounts/login/")
         form = {"username": username, "password": password, "csrfmiddlewaretoken": http.cookies["csrftoken"]}

@@ -39,6 +39,7 @@ def proxied(tmp_path: Path) -> Iterator[tuple[str, Server, str]]:
         ALLOWED_HOSTS=f"{HOST},127.0.0.1",
         CSRF_TRUSTED_ORIGINS=f"https://{HOST}",
         TODOWEB_HTTPS="1",
+        FORWARDED_ALLOW_IPS="127.0.0.1",
     )
     manage(env, "migrate")
     token = create_token(env)

@@ -120,6 +120,7 @@ class Unseen:
     seen: list[dict[str, Any]]
     edits: list[Edit]
     notes: list[str]
+    more_notes: int = 0  # notes past what one answer carries (writes.messages): counted
 
     def notice(self, todos: list[dict[str, Any]], dialect: object = None) -> str:
         """What the agent is told, in its tool's words where it has them; `todos` is the
@@ -129,4 +130,6 @@ class Unseen:
             own_words = getattr(dialect, "user_edits_text", None)
             parts.append(own_words(todos) if own_words else "The user changed the plan:\n" + listed(self.edits))
         parts += [f"The user's note: {note}" for note in self.notes]
+        if self.more_notes:
+            parts.append(f"The user's notes: and {self.more_notes} more notes (on the board)")
         return "\n\n".join(parts)

@@ -13,7 +13,7 @@ cannot read that way (a Content-Type with parameters, a header given twice) is r
 through Django's ASGIRequest by the endpoint's view, made and answered by the API
 handler's own methods.
 No request_finished signal either: it would cost a hop to the database thread, where
-the connection is checked after each piece of work instead (runtime.database). A
+the connection is checked after each piece of work instead (store.database). A
 request this route is not sure of (a query parameter it does not know or whose value
 ninja would refuse, a hook body that does not validate, a body over the size limit,
 another method) goes to the API handler, which answers it in full: this route only
@@ -81,7 +81,9 @@ def hook_view(request: HttpRequest, name: str) -> Awaitable[HttpResponseBase] | 
         hook = HookInput.model_validate(api.parser.parse_body(request))
     except Exception:
         return None  # the API answers it with its own error
-    posted = HookPost.of_request(request, hook, query.get("reply"), query.get("answer"), int(query["wait"]))
+    posted = HookPost.of(
+        hook, reply=query.get("reply"), answer=query.get("answer"), wait=int(query["wait"]), header=request.headers.get
+    )
     return hook_response(request, name, posted)
 
 
@@ -115,8 +117,8 @@ class Route:
     """One of the agents' write endpoints, as a request's path names it."""
 
     view: View  # its answer through Django's request
-    # Its answer from the ASGI request and body alone (None: the view reads the request).
-    answer: Callable[[dict[str, Any], bytes], Answering | None]
+    # Its answer from the ASGI request, body and `receive` alone (None: the view reads the request).
+    answer: Callable[[dict[str, Any], bytes, Any], Answering | None]
 
 
 def route_of(scope: dict[str, Any]) -> Route | None:
@@ -126,16 +128,20 @@ def route_of(scope: dict[str, Any]) -> Route | None:
     path = scope["path"]
     if match := TOOL_PATH.fullmatch(path):
         key = match.group(1)
-        return Route(lambda request: tool_view(request, key), lambda scope, body: tool_answer(scope, body, key))
+        return Route(lambda request: tool_view(request, key), lambda scope, body, _: tool_answer(scope, body, key))
     if (match := HOOK_PATH.fullmatch(path)) and match.group(1) in AGENTS:
         name = match.group(1)
-        return Route(lambda request: hook_view(request, name), lambda scope, body: hook_answer(scope, body, name))
+        return Route(
+            lambda request: hook_view(request, name),
+            lambda scope, body, receive: hook_answer(scope, body, name, receive),
+        )
     return None
 
 
-def hook_answer(scope: dict[str, Any], body: bytes, name: str) -> Answering | None:
+def hook_answer(scope: dict[str, Any], body: bytes, name: str, receive: Any) -> Answering | None:
     """The hook's answer, read from the ASGI request alone, when everything the API
-    would check of it is as the API takes it (None: the hook view reads it)."""
+    would check of it is as the API takes it (None: the hook view reads it). `receive`
+    tells a plan's wait when the hook hangs up."""
     read = json_request(scope, body, hook_query, HOOK_HEADERS)
     if read is None:
         return None
@@ -144,14 +150,13 @@ def hook_answer(scope: dict[str, Any], body: bytes, name: str) -> Answering | No
         hook = HookInput.model_validate(event)
     except Exception:
         return None
-    posted = HookPost(
+    posted = HookPost.of(
         hook,
-        query.get("reply"),
-        query.get("answer"),
-        int(query["wait"]),
-        headers.get(b"authorization", ""),
-        headers.get(b"x-api-key", ""),
-        headers.get(b"x-todoweb-branch"),
+        reply=query.get("reply"),
+        answer=query.get("answer"),
+        wait=int(query["wait"]),
+        header=lambda name: headers.get(name.encode()),
+        receive=receive,
     )
     return record_hook(name, posted)
 
@@ -163,22 +168,18 @@ def tool_answer(scope: dict[str, Any], body: bytes, session_key: str) -> Answeri
     if read is None:
         return None
     query, headers, call_body = read
-    posted = ToolPost(
+    posted = ToolPost.of(
         call_body,
-        query.get("reply"),
-        query.get("dialect"),
-        query.get("title"),
-        headers.get(b"x-todoweb-title"),
-        headers.get(b"idempotency-key", ""),
-        headers.get(b"if-match"),
-        headers.get(b"authorization", ""),
-        headers.get(b"x-api-key", ""),
+        reply=query.get("reply"),
+        dialect=query.get("dialect"),
+        title=query.get("title"),
+        header=lambda name: headers.get(name.encode()),
     )
     return record_tool(session_key, posted)
 
 
-HOOK_HEADERS = {b"content-type", b"authorization", b"x-api-key", b"x-todoweb-branch"}
-TOOL_HEADERS = {b"content-type", b"authorization", b"x-api-key", b"x-todoweb-title", b"idempotency-key", b"if-match"}
+HOOK_HEADERS = {name.encode() for name in HookPost.HEADERS}
+TOOL_HEADERS = {name.encode() for name in ToolPost.HEADERS}
 
 
 def json_request(
@@ -233,7 +234,7 @@ class AgentRoutes:
         body, complete = await read_body(receive, settings.TODOWEB_MAX_BODY_BYTES)
         if body is None:
             return  # the client went away
-        answering = route.answer(scope, body) if complete else None
+        answering = route.answer(scope, body, receive) if complete else None
         if answering is not None:
             await self.answer(scope, body, answering, send)
             return

@@ -92,7 +92,11 @@ async def refuse_nul(scope: dict[str, Any], send: Any) -> None:
     if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": 4400})
         return
-    if scope["path"].startswith(API_PREFIX) or scope["path"].startswith("/mcp"):
+    if scope["path"] == MCP_PATH or scope["path"].startswith(MCP_PATH + "/"):
+        # An MCP client shows a JSON-RPC error's message (-32602: invalid params).
+        error = {"code": -32602, "message": NUL_MESSAGE, "data": {"code": "invalid_input"}}
+        body, content_type = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}), b"application/json"
+    elif scope["path"].startswith(API_PREFIX):
         error = {"code": "invalid_input", "message": NUL_MESSAGE, "details": {}}
         body, content_type = orjson.dumps({"ok": False, "error": error}), b"application/json"
     else:

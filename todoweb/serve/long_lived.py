@@ -6,7 +6,7 @@ minutes or hours. A full collection examines every tracked object, and nothing e
 runs while it does: with 10,000 watchers open, each took 360 ms, and a write landing
 in one waited that long (bench/fanout.py). So as sockets accumulate, what the process
 holds is moved out of the collector's reach (`gc.freeze`, as the server does once its
-start-up is loaded, runtime.server), and full collections examine only what came since.
+start-up is loaded, serve.server), and full collections examine only what came since.
 
 A closed socket leaves some 40 objects in reference cycles, which only a collection
 frees, and frozen objects are never collected. So once half of the frozen sockets
@@ -77,5 +77,5 @@ class LongLived:
             self.freezes += 1
 
 
-# The process's sockets (todoweb's websocket protocol, runtime.server).
+# The process's sockets (todoweb's websocket protocol, serve.server).
 SOCKETS = LongLived()

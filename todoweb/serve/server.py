@@ -206,7 +206,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
       thousand watchers costs a thousand writes, not a thousand ASGI sends, tasks and
       frame encodings;
     - open sockets are kept out of the garbage collector's full collections
-      (runtime.long_lived).
+      (serve.long_lived).
     """
 
     __slots__ = (

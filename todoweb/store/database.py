@@ -1,6 +1,6 @@
 """How async code reaches the database: `in_database_thread`, for every route (the
 tool endpoint, the hooks, the MCP server) and for the live sockets; on SQLite, the
-agents' calls on the event loop's thread (`loop_reader` here, runtime.loop_writes).
+agents' calls on the event loop's thread (`loop_reader` here, store.loop_writes).
 
 Django runs an async view's synchronous code in one thread per process, so that
 connections and transactions stay where they were opened. On PostgreSQL that one
@@ -25,7 +25,7 @@ On SQLite, the agents' calls may skip the hop and run on the event loop's own th
 instead: the hop there and back costs ~80 us of CPU (two thread wake-ups, and the
 interpreter's lock handed back and forth under load), and SQLite takes one writer at a
 time, under that lock for most of its work, whichever thread writes. Their writes are
-in runtime.loop_writes; here are `loop_may_use_database`, which both ask, and
+in store.loop_writes; here are `loop_may_use_database`, which both ask, and
 `loop_reader`, for a read of a row or two by their indexes, from a read-only
 connection of the loop thread's own (a hook with nothing to tell: 0.21 ms of CPU with
 the hop, 0.12 ms without).

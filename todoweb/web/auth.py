@@ -25,15 +25,23 @@ cache_down_logger = ThrottledLogger(__name__, every=60)
 HOW = "send 'Authorization: Bearer <token>' (or 'X-Api-Key: <token>')"
 # A scheme name worth repeating back; anything else is not named (it may be the token).
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9._~+-]{0,19}")
+TWO_TOKENS = (
+    "The Authorization header and the X-Api-Key header name different tokens: send one token, "
+    "in one of them (or the same token in both)"
+)
 
 
 def raw_token(authorization: str, api_key: str) -> str | None:
     """The token of a request with these Authorization and X-Api-Key headers ("": none)."""
     header = authorization.strip()
     scheme, _, value = header.partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
     api_key = api_key.strip()
+    if scheme.lower() == "bearer" and value.strip():
+        if api_key and api_key != value.strip():
+            # Which one the caller meant is not ours to guess: either may be the
+            # stale one, and picking one would act under the other's project.
+            raise ApiError(401, "unauthorized", TWO_TOKENS)
+        return value.strip()
     if api_key:
         return api_key
     if header and scheme.lower() != "bearer":

@@ -22,14 +22,20 @@ by the SDK, under the API's limits: over `TODOWEB_MAX_BODY_BYTES` it is a 413, t
 that is not JSON a parse error, and tool arguments that the tool endpoint would
 refuse (overflowing numbers, deep nesting, NUL, huge lists) a tool error in the
 endpoint's words. Whatever reaches the write path has passed the endpoint's checks.
+What the client sets outside the message (the protocol version header, the session
+it names, the Mcp-Session-Id it sends back, `?dialects=`, the body's charset) is
+checked before the SDK sees the request: a fault there is the client's, a 400 (415)
+with a JSON-RPC error that says what is wrong.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import json
 import logging
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +50,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS
 
 from todoweb import dialects
 from todoweb.calls import jsonio
@@ -53,7 +59,7 @@ from todoweb.calls.errors import ApiError, TodowebError
 from todoweb.live.viewers import scope_header
 from todoweb.models import ApiToken
 from todoweb.store.database import in_database_thread
-from todoweb.web.api.body import too_large
+from todoweb.web.api.body import check_charset, too_large
 from todoweb.web.api.lookups import check_key
 from todoweb.web.api.tools import tool_definitions
 from todoweb.web.auth import token_auth
@@ -174,6 +180,72 @@ def stateless_version(scope: dict[str, Any]) -> str | None:
     return version if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS else None
 
 
+# A protocol version as MCP names them.
+VERSION_FORM = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def input_fault(scope: dict[str, Any], id: str | int | None) -> dict[str, Any] | None:
+    """The JSON-RPC error for what the client controls outside the message (its headers,
+    the URL's choices) when that is not something todoweb can serve; None when all is
+    well. Checked here, before the SDK, which answers some of them as its own internal
+    error and others as a tool error the model cannot fix."""
+    version = scope_header(scope, VERSION_HEADER)
+    if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
+        speaks = ", ".join(SUPPORTED_PROTOCOL_VERSIONS)
+        if not VERSION_FORM.fullmatch(version):
+            message = (
+                f"The MCP-Protocol-Version header {shown(version)} is not a protocol version; todoweb speaks {speaks}"
+            )
+            return rpc_error(id, types.INVALID_REQUEST, message, "invalid_input")
+        data = types.UnsupportedProtocolVersionErrorData(supported=list(SUPPORTED_PROTOCOL_VERSIONS), requested=version)
+        message = f"Protocol version {version} is not one todoweb speaks: {speaks}"
+        error = {"code": types.UNSUPPORTED_PROTOCOL_VERSION, "message": message, "data": data.model_dump(mode="json")}
+        return {"jsonrpc": "2.0", "id": id, "error": error}
+    for where, key in (
+        ("?session=", query_value(scope, "session")),
+        ("The session header", scope_header(scope, b"session")),
+    ):
+        if key is not None and (problem := key_problem(key)):
+            what = "The ?session= in the URL" if where == "?session=" else where
+            return rpc_error(id, types.INVALID_PARAMS, f"{what} ({shown(key)}): {problem}", "invalid_input")
+    mcp_session = scope_header(scope, SESSION_HEADER)
+    if mcp_session is not None and key_problem(f"mcp-{mcp_session}"):
+        message = (
+            f"The Mcp-Session-Id header ({shown(mcp_session)}) is not one todoweb hands out: send back the one "
+            "the answer to initialize gave"
+        )
+        return rpc_error(id, types.INVALID_REQUEST, message, "invalid_input")
+    wanted = query_value(scope, "dialects")
+    if wanted is not None and (problem := dialects_problem(wanted)):
+        return rpc_error(id, types.INVALID_PARAMS, f"?dialects=: {problem}", "invalid_input")
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def dialects_problem(wanted: str) -> str | None:
+    """Why these dialects' tools cannot be listed (unknown dialects, or two sharing a
+    tool name), or None. Remembered: a client sends the same on every request, and
+    making the definitions takes ~0.3 ms."""
+    try:
+        tool_definitions(wanted)
+    except TodowebError as error:
+        return error.message
+    return None
+
+
+def key_problem(key: str) -> str | None:
+    try:
+        check_key(key)
+    except TodowebError as error:
+        return error.message
+    return None
+
+
+def shown(text: str) -> str:
+    """A client's text quoted in a message: cut short, every control character escaped."""
+    return json.dumps(text[:80] + ("…" if len(text) > 80 else ""))
+
+
 def new_server() -> Server:
     return Server("todoweb", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
 
@@ -201,6 +273,7 @@ class McpApp:
             await send_json(send, 405, error, [(b"allow", b"POST")])
             return
         try:
+            check_charset(request.content_params.get("charset"))
             body = await read_body(scope, receive)
         except ApiError as error:
             await refuse(send, error, request)
@@ -215,6 +288,10 @@ class McpApp:
         version = stateless_version(scope)
         if version is not None and not named_session(scope) and request_id(message) is not None:
             await send_json(send, 400, handshake_please(version, request_id(message)))
+            return
+        fault = input_fault(scope, request_id(message))
+        if fault is not None:
+            await send_json(send, 400, fault)
             return
         manager = await self.manager()
         await manager.handle_request(scope, replay(body, receive), with_session_id(scope, message, send))

@@ -33,7 +33,7 @@ from todoweb.calls.jsonio import loads
 from todoweb.calls.telemetry import TelemetryCall, calls_in_logs, calls_in_traces, may_hold_calls
 from todoweb.models import ApiToken
 from todoweb.store.database import in_database_thread
-from todoweb.web.api.body import content_length
+from todoweb.web.api.body import check_charset, content_length
 from todoweb.web.api.errors import error_response
 from todoweb.web.auth import require_write, token_auth
 from todoweb.web.recording import record_call_of
@@ -84,6 +84,8 @@ def receiver(signal: Signal) -> Callable[[HttpRequest], Any]:
             )
         try:
             token = await in_database_thread(write_token, request)
+            if request.content_type == "application/json":
+                check_charset(request.content_params.get("charset"))
             body = read_body(request)
             calls = found_calls(signal, body, request.content_type)
         except Exception as error:

@@ -41,6 +41,20 @@ def content_length(request: HttpRequest) -> int:
         return 0
 
 
+def check_charset(charset: str | None) -> None:
+    """A JSON body declared in another charset than UTF-8 is refused (415): read as
+    UTF-8 regardless, UTF-16 text would be refused as bytes that are not JSON, and a
+    single-byte charset's text would be stored as other characters than were sent."""
+    if charset is not None and charset.strip().lower() != "utf-8":
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"The body is declared as charset={charset[:40]}; todoweb takes JSON in UTF-8 only: send UTF-8 text, "
+            "with 'charset=utf-8' or no charset",
+            details={"charset": charset[:40]},
+        )
+
+
 def json_body(request: HttpRequest) -> Any:
     limit = settings.TODOWEB_MAX_BODY_BYTES
     if content_length(request) > limit:
@@ -49,6 +63,7 @@ def json_body(request: HttpRequest) -> Any:
         raise ApiError(
             415, "unsupported_media_type", f"Send 'Content-Type: application/json', not '{request.content_type}'"
         )
+    check_charset(request.content_params.get("charset"))
     body = request.body  # raises RequestDataTooBig past the limit, answered as 413
     if len(body) > limit:
         raise too_large(len(body))

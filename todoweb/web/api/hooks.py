@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router
@@ -32,7 +32,7 @@ from todoweb.store import sql
 from todoweb.store.database import in_database_thread
 from todoweb.web.api.errors import CallFailed, error_response
 from todoweb.web.api.lookups import SESSION_KEY, check_key
-from todoweb.web.api.questions import MAX_WAIT, answered_within
+from todoweb.web.api.questions import MAX_WAIT, Receive, answered_within
 from todoweb.web.api.quiet_hooks import nothing_to_tell
 from todoweb.web.auth import check_token, digest_of, require_write, token_by_digest
 from todoweb.web.recording import record_call, short_write
@@ -160,7 +160,8 @@ def hook_endpoint(name: str, agent: HookAgent) -> Callable[..., Awaitable[HttpRe
         answer: Literal["full", "hook"] | None = None,
         wait: int = Query(PLAN_WAIT, ge=1, le=MAX_WAIT, description="ExitPlanMode: seconds to wait for approval"),
     ) -> HttpResponse:
-        return await hook_response(request, name, HookPost.of_request(request, hook, reply, answer, wait))
+        posted = HookPost.of(hook, reply=reply, answer=answer, wait=wait, header=request.headers.get)
+        return await hook_response(request, name, posted)
 
     post_hook.__name__ = f"post_{name.replace('-', '_')}_hook"  # the operation's id in the OpenAPI schema
     post_hook.__doc__ = agent.description
@@ -185,14 +186,35 @@ class HookPost:
     authorization: str = ""
     api_key: str = ""
     branch: str | None = None  # X-Todoweb-Branch, as sent
+    # The ASGI request's `receive`, its body read: a plan's wait ends when the hook hangs
+    # up (None: Django's handler reads it, and cancels the wait on a hang-up).
+    receive: Receive | None = field(default=None, compare=False)
+
+    # The headers the hook endpoints read (lower case), by whichever route reads them.
+    HEADERS: ClassVar[tuple[str, ...]] = ("content-type", "authorization", "x-api-key", BRANCH_HEADER.lower())
 
     @classmethod
-    def of_request(
-        cls, request: HttpRequest, hook: HookInput, reply: str | None, answer: str | None, wait: int
+    def of(
+        cls,
+        hook: HookInput,
+        *,
+        reply: str | None,
+        answer: str | None,
+        wait: int,
+        header: Callable[[str], str | None],
+        receive: Receive | None = None,
     ) -> HookPost:
-        headers = request.headers
-        authorization, api_key = headers.get("Authorization", ""), headers.get("X-Api-Key", "")
-        return cls(hook, reply, answer, wait, authorization, api_key, headers.get(BRANCH_HEADER))
+        """The event posted, its headers read by `header` (a name of HEADERS: its value, or None)."""
+        return cls(
+            hook,
+            reply,
+            answer,
+            wait,
+            header("authorization") or "",
+            header("x-api-key") or "",
+            header(BRANCH_HEADER.lower()),
+            receive,
+        )
 
     def token_digest(self) -> str:
         """The digest of the hook's token (401 without one)."""
@@ -249,7 +271,9 @@ async def record_hook(name: str, posted: HookPost) -> Answered:
     try:
         read = read_hook(name, hook)
         if read.asks_plan_approval():
-            approval = await plan_approval(posted.token_digest(), read.session_key, hook, posted.wait)
+            approval = await plan_approval(
+                posted.token_digest(), read.session_key, hook, posted.wait, receive=posted.receive
+            )
             return Answered(json.dumps(approval).encode())
         reason = ignored_because(read.agent, hook)
         if reason:
@@ -317,16 +341,25 @@ def tell_with_token(found_by: str, session_key: str, route: str) -> tuple[str | 
     return unseen.notice(row.current.todos if row.current else []), frames
 
 
-async def plan_approval(found_by: str, session_key: str, hook: HookInput, wait: int) -> dict[str, Any]:
+async def plan_approval(
+    found_by: str, session_key: str, hook: HookInput, wait: int, *, receive: Receive | None = None
+) -> dict[str, Any]:
     """Claude Code is about to leave plan mode: the plan waits on the board for a
     member's approval. Approved, Claude Code goes on (with the member's feedback as
     context); denied, the model reads why and plans again; with no answer in `wait`
-    seconds, Claude Code asks its own prompt."""
+    seconds, Claude Code asks its own prompt. A hook that hangs up first (its own
+    timeout, the user pressing Esc) leaves the question abandoned, and the board
+    refuses a later answer: no agent would read it."""
     tool_input = hook.tool_input if isinstance(hook.tool_input, dict) else {}
     plan_text = tool_input.get("plan") if isinstance(tool_input.get("plan"), str) else ""
     question = await in_database_thread(ask_plan, found_by, session_key, plan_text or "", wait)
-    answered = await answered_within(question, wait)
+    answered = await answered_within(question, wait, receive=receive)
     output: dict[str, Any] = {"hookEventName": "PreToolUse"}
+    if answered is None:
+        # The hook hung up: the question is abandoned unless another request still
+        # waits on it; this answer goes nowhere.
+        output |= {"permissionDecision": "ask", "permissionDecisionReason": "The hook stopped waiting"}
+        return {"hookSpecificOutput": output}
     feedback = answered["feedback"]
     if answered["state"] == "allowed":
         # An approval alone leaves ExitPlanMode asking: the input given back completes it.

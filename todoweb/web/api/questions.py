@@ -6,6 +6,7 @@ may wait on."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from django.http import HttpRequest, JsonResponse
@@ -110,18 +111,56 @@ class Wait(Schema):
 )
 async def get_question(request: HttpRequest, session_key: str, question_id: int, query: Query[Wait]) -> JsonResponse:
     question = await in_database_thread(found_question, request, session_key, question_id)
-    return JsonResponse(await answered_within(question, query.wait))
+    # A poll that hangs up is cancelled by Django's handler: answered_within sees it.
+    answered = await answered_within(question, query.wait)
+    assert answered is not None  # None only when given a `receive`
+    return JsonResponse(answered)
 
 
-async def answered_within(question: Question, wait: float) -> dict[str, Any]:
-    """The question as it stands once answered or expired, or when `wait` seconds pass."""
+# An ASGI `receive`: once the body is read, its next message is `http.disconnect`.
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+
+async def answered_within(question: Question, wait: float, *, receive: Receive | None = None) -> dict[str, Any] | None:
+    """The question as it stands once answered or expired, or when `wait` seconds pass
+    (None: `receive` said the client hung up; no one reads an answer).
+    While it waits the request counts as one of the question's waiters (in its row,
+    seen by every process); if its client hangs up first (`receive` says so, or the
+    task is cancelled, as Django's handler does) and it was the last waiter, the
+    question is abandoned: no one would read an answer."""
+    if wait <= 0:
+        return await in_database_thread(current_question, question.pk)
+    hung_up = False
+    hangup = asyncio.ensure_future(receive()) if receive is not None else None
+    try:
+        # Shielded, as is the count taken off below (the database thread runs them in order).
+        await asyncio.shield(in_database_thread(questions.start_waiting, question.pk))
+        data = await polled(question, wait, hangup)
+        hung_up = data is None
+    except asyncio.CancelledError:
+        hung_up = True
+        raise
+    finally:
+        if hangup is not None:
+            hangup.cancel()
+        # Shielded: a cancelled request still takes its count off.
+        await asyncio.shield(in_database_thread(questions.stop_waiting, question, hung_up=hung_up))
+    return data
+
+
+async def polled(question: Question, wait: float, hangup: asyncio.Future[Any] | None) -> dict[str, Any] | None:
+    """The question once no longer open or when `wait` passes; None: the client hung up."""
     loop = asyncio.get_running_loop()
     until = loop.time() + wait
     while True:
         data = await in_database_thread(current_question, question.pk)
         if data["state"] != "open" or loop.time() >= until:
             return data
-        await asyncio.sleep(min(POLL_EVERY, max(0.0, until - loop.time())))
+        pause = min(POLL_EVERY, max(0.0, until - loop.time()))
+        if hangup is None:
+            await asyncio.sleep(pause)
+        elif (await asyncio.wait([hangup], timeout=pause))[0]:
+            return None
 
 
 def found_question(request: HttpRequest, session_key: str, question_id: int) -> Question:
@@ -148,7 +187,8 @@ class Answer(BaseModel):
 
 @router.post("/sessions/{session_key}/questions/{question_id}/answer", summary="Answer a question for people")
 def post_answer(request: HttpRequest, session_key: str, question_id: int, answer: Answer) -> dict[str, Any]:
-    """The first answer counts; a question answered already, or no longer waited on, is a 409."""
+    """The first answer counts; a question answered already, expired, or abandoned
+    (every request waiting for its answer hung up) is a 409."""
     require_write(request.auth)
     session = get_session(request.auth, session_key)
     return answer_question(session, question_id, answer, by=request.auth.name or "API")
@@ -161,5 +201,12 @@ def answer_question(session: Session, question_id: int, answer: Answer, *, by: s
         raise NotFound(f"No question {question_id} in this session")
     if not questions.decide(question, decision=answer.decision, feedback=answer.feedback, by=by):
         current = question_data(Question.objects.get(pk=question.pk), now=timezone.now())
+        if current["state"] == "abandoned":
+            raise ApiError(
+                409,
+                "abandoned",
+                "The agent stopped waiting for this answer: its request ended before one came, "
+                "so no agent would read it. Nothing was changed.",
+            )
         raise ApiError(409, "already_answered", f"This question is {current['state']}: it takes no answer now")
     return question_data(Question.objects.get(pk=question.pk), now=timezone.now())

@@ -1,7 +1,7 @@
 """Most of an agent's hook events are about tools the board does not track, and most
 of those come with nothing to tell the agent: the answer is fixed once the token is
 checked and the session is found to have no message the agent has not heard. On
-SQLite that is read on the event loop's own thread (runtime.database.loop_reader),
+SQLite that is read on the event loop's own thread (store.database.loop_reader),
 without the hop to the database thread, which cost more than the read.
 
 Only the plain case is answered there: a token that may write, whose use was noted

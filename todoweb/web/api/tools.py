@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema
@@ -165,7 +166,10 @@ async def post_tool_call(
         call = oversized_call(request) if isinstance(error, ApiError) and error.status == 413 else None
         return error_response(request, error, call=call)
     try:
-        answered = await record_tool(session_key, ToolPost.of_request(request, body, reply, dialect))
+        posted = ToolPost.of(
+            body, reply=reply, dialect=dialect, title=request.GET.get("title"), header=request.headers.get
+        )
+        answered = await record_tool(session_key, posted)
     except CallFailed as failed:
         return error_response(request, failed.error, call=failed.call)
     return answered.response()
@@ -186,19 +190,37 @@ class ToolPost:
     authorization: str = ""
     api_key: str = ""
 
+    # The headers the endpoint reads (lower case), by whichever route reads them.
+    HEADERS: ClassVar[tuple[str, ...]] = (
+        "content-type",
+        "authorization",
+        "x-api-key",
+        titles.HEADER.lower(),
+        "idempotency-key",
+        "if-match",
+    )
+
     @classmethod
-    def of_request(cls, request: HttpRequest, body: Any, reply: str | None, dialect: str | None) -> ToolPost:
-        headers = request.headers
+    def of(
+        cls,
+        body: Any,
+        *,
+        reply: str | None,
+        dialect: str | None,
+        title: str | None,
+        header: Callable[[str], str | None],
+    ) -> ToolPost:
+        """The call posted, its headers read by `header` (a name of HEADERS: its value, or None)."""
         return cls(
             body,
             reply,
             dialect,
-            request.GET.get("title"),
-            headers.get(titles.HEADER),
-            headers.get("Idempotency-Key", ""),
-            headers.get("If-Match"),
-            headers.get("Authorization", ""),
-            headers.get("X-Api-Key", ""),
+            title,
+            header(titles.HEADER.lower()),
+            header("idempotency-key") or "",
+            header("if-match"),
+            header("authorization") or "",
+            header("x-api-key") or "",
         )
 
 

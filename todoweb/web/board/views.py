@@ -368,6 +368,7 @@ def question_view(question: dict[str, Any], by: str, now: datetime) -> dict[str,
             "allowed": f"{allowed.capitalize()}{who}.",
             "denied": f"Denied{who}.",
             "expired": "No answer in time: the agent's own prompt asked instead.",
+            "abandoned": "The agent stopped waiting: its request ended before an answer came, so none is taken.",
         }.get(state, ""),
         "left": left,
     }
