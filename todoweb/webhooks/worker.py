@@ -1,20 +1,30 @@
 """The webhook worker: a thread in every server process that queues the first task of
-each new delivery (delivery.queue_new) and runs the webhooks queue with
-django-tasks-db's own worker (`db_worker`'s `Worker`, one task at a time while any is
-due). Started once per process, lazily, by the ASGI application's first call
-(asgi.py), however the application is served; TODOWEB_WEBHOOK_WORKER=0 turns it off
-where `manage.py webhook_worker` runs the same loop apart.
+each new delivery (delivery.queue_new), claims due tasks of the webhooks queue and
+hands each to a small pool of threads (TODOWEB_WEBHOOK_CONCURRENCY) that runs it as
+django-tasks-db's own worker does (`db_worker`'s `Worker.run_task`). Started once per
+process, lazily, by the ASGI application's first call (asgi.py), however the
+application is served; TODOWEB_WEBHOOK_WORKER=0 turns it off where `manage.py
+webhook_worker` runs the same loop apart.
 
-Between batches it checks for work once a second (two indexed reads), or at once when a
-write of this process made a delivery (`wake`).
+No receiver can hold up another's deliveries: each attempt ends within its deadline
+(network.py), and the claimer starts one only where there is room: at most one
+attempt in flight per endpoint (so an endpoint gets a session's events in order) and
+at most half the pool per project. It picks the earliest due delivery whose endpoint
+and project have room (in SQL, the busy ones excluded) and claims that delivery's
+task; a slow, silent or dripping receiver holds its own endpoint's slot, and a
+project with many such endpoints half the pool at most.
+
+Between batches it checks for work once a second, or at once when a write of this
+process made a delivery or an attempt ended (`wake`).
 
 Deliveries give way to agents' writes: before each piece of work (queueing a few tasks,
-or claiming and running one), while requests wait for this process's database threads
-(it is saturated), the worker waits long enough that its work takes at most SHARE of
-the process's CPU. Under a burst of writes deliveries slow down and catch up once it
-passes; the writes keep their pace (bench/webhooks.py). A process that is busy but not
-saturated delivers at once. On SQLite its writes queue on the process's write lock with the
-agents' writes (rather than meeting them in SQLite's sleep-and-retry).
+or claiming one), while requests wait for this process's database threads (it is
+saturated), the claimer waits long enough that the worker's work (the claims and the
+attempts they start) takes at most SHARE of the process's CPU. Under a burst of writes
+deliveries slow down and catch up once it passes; the writes keep their pace
+(bench/webhooks.py). A process that is busy but not saturated delivers at once. On
+SQLite its writes queue on the process's write lock with the agents' writes (rather
+than meeting them in SQLite's sleep-and-retry).
 """
 
 from __future__ import annotations
@@ -22,14 +32,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from asgiref.sync import markcoroutinefunction
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 from django.db.models import QuerySet
+from django.utils import timezone
 from django.utils.crypto import get_random_string
 
 from todoweb.runtime.database import calls_in_flight, write_lock
@@ -37,6 +51,7 @@ from todoweb.runtime.logs import ThrottledLogger
 
 if TYPE_CHECKING:
     from django_tasks_db.management.commands.db_worker import Worker
+    from django_tasks_db.models import DBTaskResult
 
 logger = logging.getLogger(__name__)
 # The database out of reach (a restart, a dropped connection): one line a minute, no traceback.
@@ -52,6 +67,8 @@ SHARE = 0.005
 MAX_GIVE_WAY = 2.0
 # New deliveries given their task per piece of work.
 QUEUE_BATCH = 1
+# Due deliveries looked at per claim (the earliest of each endpoint that has room).
+CANDIDATES = 50
 
 _wake = threading.Event()
 _started = False
@@ -68,7 +85,14 @@ class Turns:
     """The worker's pieces of work, each after giving way to this process's writes."""
 
     def __init__(self) -> None:
-        self.spent = 0.0  # the CPU seconds the last piece took
+        self.spent = 0.0  # the CPU seconds the last piece took, with the attempts ended since
+        self.attempts = 0.0
+        self.lock = threading.Lock()
+
+    def note(self, seconds: float) -> None:
+        """An attempt (in a thread of the pool) took this much CPU: the next turn waits for it too."""
+        with self.lock:
+            self.attempts += seconds
 
     @contextmanager
     def turn(self) -> Iterator[None]:
@@ -79,7 +103,8 @@ class Turns:
         try:
             yield
         finally:
-            self.spent = time.thread_time() - started
+            with self.lock:
+                self.spent, self.attempts = time.thread_time() - started + self.attempts, 0.0
 
 
 def ready() -> QuerySet:
@@ -95,26 +120,136 @@ def due() -> bool:
     return ready().exists()
 
 
-def work(runner: Worker, turns: Turns) -> bool:
-    """Queue the task of a new delivery (QUEUE_BATCH of them), then claim and run one
-    due task, each in a turn (and, on SQLite, holding the process's write lock while it
-    writes). False when there was nothing to do."""
-    from django_tasks_db.utils import exclusive_transaction
+@dataclass(frozen=True)
+class Job:
+    """A claimed task and what it holds: its delivery's endpoint and project (None for
+    the idle check, or a task with no delivery to make)."""
 
+    task: DBTaskResult
+    endpoint_id: int | None = None
+    project_id: int | None = None
+
+
+class Pool:
+    """The threads attempts run in, and what is in flight: at most one attempt per
+    endpoint, at most `per_project` per project, `size` in all."""
+
+    def __init__(self, size: int, turns: Turns | None = None) -> None:
+        self.size = max(1, size)
+        self.per_project = max(1, self.size // 2)
+        self.turns = turns or Turns()
+        self.lock = threading.Lock()
+        self.in_flight: dict[str, Job] = {}
+        self.executor: ThreadPoolExecutor | None = None
+
+    def room(self) -> bool:
+        with self.lock:
+            return len(self.in_flight) < self.size
+
+    def busy(self) -> tuple[set[int], set[int]]:
+        """The endpoints with an attempt in flight, and the projects with no room left."""
+        with self.lock:
+            jobs = list(self.in_flight.values())
+        endpoints = {job.endpoint_id for job in jobs if job.endpoint_id is not None}
+        projects = Counter(job.project_id for job in jobs if job.project_id is not None)
+        return endpoints, {project for project, count in projects.items() if count >= self.per_project}
+
+    def claim(self, worker_id: str) -> Job | None:
+        """Claim the next task there is room for: the idle check (or a task whose
+        delivery is gone) first, then the earliest due delivery whose endpoint and
+        project have room. Holding the process's write lock (SQLite) and a row lock
+        (PostgreSQL, skipping rows another process holds)."""
+        from django_tasks_db.utils import exclusive_transaction
+
+        from todoweb.models import WebhookDelivery
+        from todoweb.webhooks.delivery import DELIVER_PATH
+
+        busy_endpoints, full_projects = self.busy()
+        with write_lock(), exclusive_transaction():
+            task = ready().exclude(task_path=DELIVER_PATH).get_locked()
+            if task is not None:
+                task.claim(worker_id)
+                return Job(task)
+            due = (
+                WebhookDelivery.objects.filter(
+                    status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=timezone.now()
+                )
+                .exclude(task_id="")
+                .exclude(endpoint_id__in=busy_endpoints)
+                .exclude(endpoint__project_id__in=full_projects)
+                .order_by("next_attempt_at", "id")
+                .values_list("task_id", "endpoint_id", "endpoint__project_id")[:CANDIDATES]
+            )
+            tried: set[int] = set()
+            for task_id, endpoint_id, project_id in due:
+                if endpoint_id in tried:
+                    continue  # its earlier delivery is not ours to attempt now: keep the order
+                tried.add(endpoint_id)
+                task = ready().filter(id=task_id).get_locked()
+                if task is not None:
+                    task.claim(worker_id)
+                    return Job(task, endpoint_id, project_id)
+            # A delivery's task that no pending delivery names (its endpoint deleted, a
+            # stray copy): it runs, finds nothing to do, and leaves the queue.
+            waiting = list(ready().filter(task_path=DELIVER_PATH).values_list("id", flat=True)[:CANDIDATES])
+            if waiting:
+                named = set(
+                    WebhookDelivery.objects.filter(
+                        status=WebhookDelivery.Status.PENDING, task_id__in=[str(pk) for pk in waiting]
+                    ).values_list("task_id", flat=True)
+                )
+                for pk in waiting:
+                    if str(pk) not in named:
+                        task = ready().filter(id=pk).get_locked()
+                        if task is not None:
+                            task.claim(worker_id)
+                            return Job(task)
+        return None
+
+    def start(self, runner: Worker, job: Job) -> None:
+        with self.lock:
+            self.in_flight[str(job.task.id)] = job
+            if self.executor is None:
+                self.executor = ThreadPoolExecutor(self.size, thread_name_prefix="todoweb-webhook")
+        self.executor.submit(self.run, runner, job)
+
+    def run(self, runner: Worker, job: Job) -> None:
+        started = time.thread_time()
+        try:
+            runner.run_task(job.task)
+        except DatabaseError as exc:
+            database_down_logger.warning("Webhook deliveries wait for the database", error=exc)
+            connection.close()
+        except Exception:
+            logger.exception("A webhook attempt failed; the worker goes on")
+        finally:
+            close_old_connections()
+            self.turns.note(time.thread_time() - started)
+            with self.lock:
+                self.in_flight.pop(str(job.task.id), None)
+            wake()  # room for the next
+
+    def shutdown(self) -> None:
+        """Wait for the attempts in flight (each ends within its deadline)."""
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
+
+
+def work(runner: Worker, turns: Turns, pool: Pool) -> bool:
+    """Queue the task of a new delivery (QUEUE_BATCH of them), then claim one due task
+    there is room for and start it in the pool, each in a turn. False when there was
+    nothing to do (or no room)."""
     from todoweb.webhooks.delivery import queue_new
 
     with turns.turn():
         queued = queue_new(QUEUE_BATCH) > 0
-    if not due():
+    if not pool.room() or not due():
         return queued
     with turns.turn():
-        with write_lock(), exclusive_transaction():
-            task = ready().get_locked()  # skips rows another process holds (PostgreSQL)
-            if task is not None:
-                task.claim(runner.worker_id)
-        if task is not None:
-            runner.run_task(task)
-    return queued or task is not None
+        job = pool.claim(runner.worker_id)
+    if job is not None:
+        pool.start(runner, job)
+    return queued or job is not None
 
 
 def task_runner(worker_id: str) -> Worker:
@@ -141,13 +276,14 @@ def run() -> None:
 
     runner = task_runner("todoweb-" + get_random_string(16))
     turns = Turns()
+    pool = Pool(settings.TODOWEB_WEBHOOK_CONCURRENCY, turns)
     idle_scheduled = False
     while not _stop.is_set():
         try:
             if not idle_scheduled:
                 idle.ensure()  # until it succeeds: the database may be down at start
                 idle_scheduled = True
-            while not _stop.is_set() and work(runner, turns):
+            while not _stop.is_set() and work(runner, turns, pool):
                 pass
         except DatabaseError as exc:
             database_down_logger.warning("Webhook deliveries wait for the database", error=exc)
@@ -158,11 +294,12 @@ def run() -> None:
             close_old_connections()
         _wake.wait(POLL_SECONDS)
         _wake.clear()
+    pool.shutdown()
     connection.close()
 
 
 def stop() -> None:
-    """End the worker's loop after its current piece of work."""
+    """End the worker's loop after its current piece of work and the attempts in flight."""
     _stop.set()
     _wake.set()
 
