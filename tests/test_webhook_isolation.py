@@ -16,10 +16,9 @@ from tests.test_team import logged_in, user_in
 from tests.test_webhooks import PLAN, add, deliveries, fresh_endpoint_cache, run_queue  # noqa: F401
 from tests.webhook_receiver import Dripping, Receiver
 from todoweb.models import Membership, WebhookDelivery, WebhookEndpoint
-from todoweb.webhooks import network
+from todoweb.webhooks import network, worker
 from todoweb.webhooks.compat import TaskResultStatus
 from todoweb.webhooks.delivery import QUEUE, queue_new
-from todoweb.webhooks.worker import Job, Pool
 from todoweb.writes.tokens import token_create
 
 # --- the deadline --------------------------------------------------------------------
@@ -60,7 +59,7 @@ def second_project() -> Api:
     return Api(token_create(project_slug="other")[1])
 
 
-def claims(pool: Pool) -> list[Job]:
+def claims(pool: worker.Pool) -> list[worker.Job]:
     """Claim until nothing has room, each claimed task left in flight (not run)."""
     claimed = []
     while pool.room():
@@ -78,7 +77,7 @@ def test_it_keeps_one_attempt_per_endpoint_in_flight_in_the_order_of_the_events(
     for key in ("s1", "s2", "s3"):
         api.call(key, "TodoWrite", {"todos": PLAN})
     queue_new(100)
-    pool = Pool(8)
+    pool = worker.Pool(8)
     claimed = claims(pool)
     # One each, the first event's: the later ones wait for their endpoint's attempt.
     assert sorted(job.endpoint_id for job in claimed) == [first["id"], second["id"]]
@@ -103,7 +102,7 @@ def test_it_gives_a_project_half_the_pool_and_the_rest_to_others(api):
     healthy = add(other, "http://127.0.0.1:9/healthy", ["session.created"])["id"]
     other.call("t1", "TodoWrite", {"todos": PLAN})
     queue_new(100)
-    pool = Pool(4)
+    pool = worker.Pool(4)
     claimed = claims(pool)
     held = [job.endpoint_id for job in claimed]
     assert len([e for e in held if e in crowded]) == 2  # half of 4
@@ -117,7 +116,7 @@ def test_it_runs_the_idle_check_and_a_task_no_delivery_names_without_holding_a_s
 
     idle.ensure()
     deliver.enqueue("msg_gone")  # a task whose delivery was deleted with its endpoint
-    pool = Pool(2)
+    pool = worker.Pool(2)
     claimed = claims(pool)
     assert sorted(job.task.task_path for job in claimed) == [
         "todoweb.webhooks.delivery.deliver",
@@ -129,15 +128,14 @@ def test_it_runs_the_idle_check_and_a_task_no_delivery_names_without_holding_a_s
 @pytest.mark.django_db(transaction=True)
 def test_the_pool_makes_a_delivery_while_a_silent_receiver_holds_another(api):
     from tests.webhook_receiver import Silent
-    from todoweb.webhooks.worker import task_runner
 
     with Silent() as silent, Receiver() as receiver:
         held = add(api, silent.url, ["session.created"])
         healthy = add(api, receiver.url, ["session.created"])
         api.call("s1", "TodoWrite", {"todos": PLAN})
         queue_new(100)
-        pool = Pool(4)
-        runner = task_runner("tests")
+        pool = worker.Pool(4)
+        runner = worker.task_runner("tests")
         first = pool.claim("tests")
         assert first is not None and first.endpoint_id == held["id"]
         pool.start(runner, first)  # waits on the silent receiver (until its deadline)
