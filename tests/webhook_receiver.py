@@ -8,7 +8,7 @@ import json
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -18,6 +18,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = field(default_factory=time.monotonic)  # when it arrived
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -98,6 +99,7 @@ class Dripping:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
+        self.connections = 0
 
     def answer(self) -> tuple[bytes, bytes]:
         """What is sent at once, and what is dripped."""
@@ -135,6 +137,7 @@ class Dripping:
                 conn = self.listener.accept()[0]
             except TimeoutError:
                 continue
+            self.connections += 1
             thread = threading.Thread(target=self.serve, args=(conn,), daemon=True)
             thread.start()
             self.threads.append(thread)
