@@ -235,3 +235,26 @@ def test_a_stored_url_no_attempt_could_send_fails_at_once_saying_why(api, stored
     assert log["error"].startswith("cannot be delivered: ")
     assert not DBTaskResult.objects.filter(queue_name=QUEUE, status=TaskResultStatus.READY).exists()
     assert "Traceback" not in caplog.text
+
+
+def test_an_attempt_gives_way_to_writes_holding_its_own_slot_only(monkeypatch):
+    """While requests use the database, the pool's thread pays for its attempt's CPU
+    after it, still holding its endpoint's and project's slot (not the claimer's time)."""
+    from todoweb.runtime import database
+
+    class Runner:
+        def run_task(self, task) -> None:
+            sum(range(20_000))  # some CPU
+
+    pool = worker.Pool(4)
+    job = worker.Job(type("Task", (), {"id": "t1"})(), endpoint_id=1, project_id=1)
+    pool.in_flight["t1"] = job
+    held: list[bool] = []
+    monkeypatch.setattr(worker.time, "sleep", lambda seconds: held.append("t1" in pool.in_flight and seconds > 0))
+    monkeypatch.setattr(database, "_in_flight", 1)  # a request under way
+    pool.run(Runner(), job)
+    assert held == [True] and "t1" not in pool.in_flight
+    monkeypatch.setattr(database, "_in_flight", 0)  # none: no pause
+    pool.in_flight["t1"] = job
+    pool.run(Runner(), job)
+    assert held == [True]

@@ -17,14 +17,15 @@ project with many such endpoints half the pool at most.
 Between batches it checks for work once a second, or at once when a write of this
 process made a delivery or an attempt ended (`wake`).
 
-Deliveries give way to agents' writes: before each piece of work (queueing a few tasks,
-or claiming one), while requests wait for this process's database threads (it is
-saturated), the claimer waits long enough that the worker's work (the claims and the
-attempts they start) takes at most SHARE of the process's CPU. Under a burst of writes
-deliveries slow down and catch up once it passes; the writes keep their pace
-(bench/webhooks.py). A process that is busy but not saturated delivers at once. On
-SQLite its writes queue on the process's write lock with the agents' writes (rather
-than meeting them in SQLite's sleep-and-retry).
+Deliveries give way to agents' writes: while requests wait for this process's
+database threads, the claimer waits before each piece of work (queueing a task,
+claiming one) long enough that the piece takes at most SHARE of the process's CPU,
+and each thread of the pool, after an attempt, as long again for the attempt's CPU
+before giving back its slot (so that pause holds up only that endpoint and its
+project). Under a burst of writes deliveries slow down and catch up once it passes; the
+writes keep their pace (bench/webhooks.py). A process that is busy but not saturated
+delivers at once. On SQLite its writes queue on the process's write lock with the
+agents' writes (rather than meeting them in SQLite's sleep-and-retry).
 """
 
 from __future__ import annotations
@@ -82,29 +83,25 @@ def wake() -> None:
 
 
 class Turns:
-    """The worker's pieces of work, each after giving way to this process's writes."""
+    """The claimer's pieces of work, each after giving way to this process's writes."""
 
     def __init__(self) -> None:
-        self.spent = 0.0  # the CPU seconds the last piece took, with the attempts ended since
-        self.attempts = 0.0
-        self.lock = threading.Lock()
-
-    def note(self, seconds: float) -> None:
-        """An attempt (in a thread of the pool) took this much CPU: the next turn waits for it too."""
-        with self.lock:
-            self.attempts += seconds
+        self.spent = 0.0  # the CPU seconds the last piece took
 
     @contextmanager
     def turn(self) -> Iterator[None]:
         if calls_in_flight():
             # One sleep, not a poll: each wake-up takes the GIL from the writers.
-            time.sleep(min(self.spent * (1 / SHARE - 1), MAX_GIVE_WAY))
+            time.sleep(give_way(self.spent))
         started = time.thread_time()
         try:
             yield
         finally:
-            with self.lock:
-                self.spent, self.attempts = time.thread_time() - started + self.attempts, 0.0
+            self.spent = time.thread_time() - started
+
+
+def give_way(spent: float) -> float:
+    return min(spent * (1 / SHARE - 1), MAX_GIVE_WAY)
 
 
 def ready() -> QuerySet:
@@ -134,10 +131,9 @@ class Pool:
     """The threads attempts run in, and what is in flight: at most one attempt per
     endpoint, at most `per_project` per project, `size` in all."""
 
-    def __init__(self, size: int, turns: Turns | None = None) -> None:
+    def __init__(self, size: int) -> None:
         self.size = max(1, size)
         self.per_project = max(1, self.size // 2)
-        self.turns = turns or Turns()
         self.lock = threading.Lock()
         self.in_flight: dict[str, Job] = {}
         self.executor: ThreadPoolExecutor | None = None
@@ -224,7 +220,10 @@ class Pool:
             logger.exception("A webhook attempt failed; the worker goes on")
         finally:
             close_old_connections()
-            self.turns.note(time.thread_time() - started)
+            if calls_in_flight():
+                # The attempt's CPU is paid for here, holding its own endpoint's and
+                # project's slot: a busy endpoint's pauses hold up no other endpoint.
+                time.sleep(give_way(time.thread_time() - started))
             with self.lock:
                 self.in_flight.pop(str(job.task.id), None)
             wake()  # room for the next
@@ -276,7 +275,7 @@ def run() -> None:
 
     runner = task_runner("todoweb-" + get_random_string(16))
     turns = Turns()
-    pool = Pool(settings.TODOWEB_WEBHOOK_CONCURRENCY, turns)
+    pool = Pool(settings.TODOWEB_WEBHOOK_CONCURRENCY)
     idle_scheduled = False
     while not _stop.is_set():
         try:
