@@ -76,8 +76,7 @@ def test_it_keeps_one_attempt_per_endpoint_in_flight_in_the_order_of_the_events(
     second = add(api, "http://127.0.0.1:9/b", ["session.created"])
     for key in ("s1", "s2", "s3"):
         api.call(key, "TodoWrite", {"todos": PLAN})
-    queue_new(100)
-    pool = worker.Pool(8)
+    pool = worker.Pool(8)  # each delivery's first task queued as it is claimed
     claimed = claims(pool)
     # One each, the first event's: the later ones wait for their endpoint's attempt.
     assert sorted(job.endpoint_id for job in claimed) == [first["id"], second["id"]]

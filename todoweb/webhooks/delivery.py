@@ -5,7 +5,8 @@ the event), or give up. An endpoint whose every delivery failed for
 TODOWEB_WEBHOOK_DISABLE_AFTER is disabled, with the reason.
 
 A write makes its deliveries without tasks; the worker queues each one's first task
-(`queue_new`), and each attempt that fails queues the next.
+when it claims it (worker.first_task; `queue_new` queues them in bulk), and each
+attempt that fails queues the next.
 
 Each delivery names the one task allowed to attempt it (`task_id`): the worker claims
 a task once (a row lock on PostgreSQL, an exclusive transaction on SQLite), and a stray

@@ -1,6 +1,6 @@
-"""The webhook worker: a thread in every server process that queues the first task of
-each new delivery (delivery.queue_new), claims due tasks of the webhooks queue and
-hands each to a small pool of threads (TODOWEB_WEBHOOK_CONCURRENCY) that runs it as
+"""The webhook worker: a thread in every server process that claims due tasks of the
+webhooks queue (queueing a new delivery's first task as it claims it) and hands each
+to a small pool of threads (TODOWEB_WEBHOOK_CONCURRENCY) that runs it as
 django-tasks-db's own worker does (`db_worker`'s `Worker.run_task`). Started once per
 process, lazily, by the ASGI application's first call (asgi.py), however the
 application is served; TODOWEB_WEBHOOK_WORKER=0 turns it off where `manage.py
@@ -66,8 +66,6 @@ POLL_SECONDS = 1.0
 # writes once a write took 2 ms: between two writes the worker took its turns whole.)
 SHARE = 0.005
 MAX_GIVE_WAY = 2.0
-# New deliveries given their task per piece of work.
-QUEUE_BATCH = 1
 # Due deliveries looked at per claim (the earliest of each endpoint that has room).
 CANDIDATES = 50
 
@@ -114,7 +112,10 @@ def ready() -> QuerySet:
 
 
 def due() -> bool:
-    return ready().exists()
+    """A task due, or a delivery not queued yet (both read from indexes)."""
+    from todoweb.models import WebhookDelivery
+
+    return ready().exists() or WebhookDelivery.objects.filter(task_id="").exists()
 
 
 @dataclass(frozen=True)
@@ -170,18 +171,20 @@ class Pool:
                 WebhookDelivery.objects.filter(
                     status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=timezone.now()
                 )
-                .exclude(task_id="")
                 .exclude(endpoint_id__in=busy_endpoints)
                 .exclude(endpoint__project_id__in=full_projects)
                 .order_by("next_attempt_at", "id")
-                .values_list("task_id", "endpoint_id", "endpoint__project_id")[:CANDIDATES]
+                .values_list("pk", "message_id", "task_id", "endpoint_id", "endpoint__project_id")[:CANDIDATES]
             )
             tried: set[int] = set()
-            for task_id, endpoint_id, project_id in due:
+            for pk, message_id, task_id, endpoint_id, project_id in due:
                 if endpoint_id in tried:
                     continue  # its earlier delivery is not ours to attempt now: keep the order
                 tried.add(endpoint_id)
-                task = ready().filter(id=task_id).get_locked()
+                if not task_id:
+                    task = first_task(pk, message_id)
+                else:
+                    task = ready().filter(id=task_id).get_locked()
                 if task is not None:
                     task.claim(worker_id)
                     return Job(task, endpoint_id, project_id)
@@ -234,21 +237,33 @@ class Pool:
             self.executor.shutdown(wait=True)
 
 
-def work(runner: Worker, turns: Turns, pool: Pool) -> bool:
-    """Queue the task of a new delivery (QUEUE_BATCH of them), then claim one due task
-    there is room for and start it in the pool, each in a turn. False when there was
-    nothing to do (or no room)."""
-    from todoweb.webhooks.delivery import queue_new
+def first_task(pk: int, message_id: str) -> DBTaskResult | None:
+    """Queue a new delivery's first task, to be claimed at once (in the caller's
+    transaction); None when another worker queued it meanwhile (it keeps that task)."""
+    from django.db import transaction
+    from django_tasks_db.models import DBTaskResult
 
-    with turns.turn():
-        queued = queue_new(QUEUE_BATCH) > 0
+    from todoweb.models import WebhookDelivery
+    from todoweb.webhooks.delivery import deliver
+
+    with transaction.atomic():
+        queued = deliver.enqueue(message_id)
+        if not WebhookDelivery.objects.filter(pk=pk, task_id="").update(task_id=str(queued.id)):
+            transaction.set_rollback(True)
+            return None
+    return DBTaskResult.objects.get(id=queued.id)
+
+
+def work(runner: Worker, turns: Turns, pool: Pool) -> bool:
+    """Claim the next due task there is room for and start it in the pool, in a turn.
+    False when there was nothing to do (or no room)."""
     if not pool.room() or not due():
-        return queued
+        return False
     with turns.turn():
         job = pool.claim(runner.worker_id)
     if job is not None:
         pool.start(runner, job)
-    return queued or job is not None
+    return job is not None
 
 
 def task_runner(worker_id: str) -> Worker:
