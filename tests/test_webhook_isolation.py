@@ -40,6 +40,67 @@ def test_it_ends_an_attempt_at_its_deadline_however_the_receiver_drips(api, monk
     assert dripping.whole == [False]  # the client hung up before the answer was whole
 
 
+def test_it_ends_a_tls_handshake_at_the_attempts_deadline(monkeypatch):
+    """A server dripping its side of the handshake: the handshake is given what is
+    left of the attempt, as a whole."""
+    from todoweb.webhooks.delivery import send
+
+    monkeypatch.setattr(network, "TIMEOUT", 1.0)
+    monkeypatch.setattr(network, "_clients", threading.local())
+    with Dripping(every=0.1, part="tls", length=40) as dripping:
+        outcome = send(dripping.url.replace("http:", "https:"), b"{}", {"content-type": "application/json"})
+    assert outcome.error == "timed out: no whole answer within 1 s"
+    assert dripping.whole == [False]
+
+
+def test_a_tls_receiver_is_delivered_to(monkeypatch, tmp_path):
+    """The handshake made within the deadline is the whole handshake: the certificate
+    is checked, and the request goes through."""
+    import ssl
+    import subprocess
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from todoweb.webhooks.delivery import send
+
+    key, certificate = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(certificate)],
+        check=True,
+        capture_output=True,
+    )
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(certificate, key)
+    server.socket = served.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"https://127.0.0.1:{server.server_address[1]}/in"
+    try:
+        monkeypatch.setattr(network, "_clients", threading.local())
+        refused = send(url, b"{}", {})  # the system's CAs do not know this certificate
+        assert not refused.ok and "CERTIFICATE_VERIFY_FAILED" in refused.error
+        trusting = ssl.create_default_context(cafile=str(certificate))
+        monkeypatch.setattr(network, "tls_context", lambda: trusting)
+        monkeypatch.setattr(network, "_clients", threading.local())
+        outcome = send(url, b"{}", {})
+        assert (outcome.ok, outcome.status, outcome.answer) == (True, 200, "ok")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_it_resolves_a_host_no_longer_than_the_attempt_may_take(monkeypatch):
     """The resolver cannot be interrupted: a name whose servers never answer ends the
     attempt at its deadline all the same."""

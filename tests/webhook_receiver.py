@@ -88,7 +88,7 @@ class Receiver:
 class Dripping:
     """A receiver that answers 200 one byte every `every` seconds: from the status line
     on (`part="headers"`) or after whole headers (`part="body"`, a body of `length`
-    bytes). It notes how many bytes it sent each connection before the client hung up."""
+    bytes); or (`part="tls"`) the server's side of a TLS handshake, `length` bytes. It notes how many bytes it sent each connection before the client hung up."""
 
     def __init__(self, every: float = 0.5, part: str = "headers", length: int = 200):
         self.every, self.part, self.length = every, part, length
@@ -105,6 +105,9 @@ class Dripping:
         """What is sent at once, and what is dripped."""
         body = b"o" * self.length
         head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        if self.part == "tls":
+            # A TLS handshake record of 16 KB announced, its bytes dripped.
+            return b"\x16\x03\x03\x40\x00", b"\x00" * self.length
         return (b"", head + body) if self.part == "headers" else (head, body)
 
     def serve(self, conn: socket.socket) -> None:
@@ -113,8 +116,10 @@ class Dripping:
         try:
             conn.settimeout(10)
             request = b""
-            while b"\r\n\r\n" not in request:
+            while b"\r\n\r\n" not in request and self.part != "tls":
                 request += conn.recv(65536) or b"\r\n\r\n"
+            if self.part == "tls":
+                conn.recv(65536)  # the client's hello
             at_once, dripped = self.answer()
             conn.sendall(at_once)
             for byte in dripped:

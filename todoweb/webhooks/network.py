@@ -77,6 +77,8 @@ class DeadlineStream(httpcore.NetworkStream):
     def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.NetworkStream:
+        # CPython's handshake keeps one deadline for the whole of it (not one per read):
+        # what is left of the attempt bounds it however the server drips its side.
         return DeadlineStream(self.stream.start_tls(ssl_context, server_hostname, left(timeout)))
 
     def get_extra_info(self, info: str) -> Any:
