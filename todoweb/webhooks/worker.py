@@ -34,7 +34,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -154,56 +154,64 @@ class Pool:
     def claim(self, worker_id: str) -> Job | None:
         """Claim the next task there is room for: the idle check (or a task whose
         delivery is gone) first, then the earliest due delivery whose endpoint and
-        project have room. Holding the process's write lock (SQLite) and a row lock
-        (PostgreSQL, skipping rows another process holds)."""
-        from django_tasks_db.utils import exclusive_transaction
-
+        project have room. What to claim is read without a lock; each claim holds the
+        process's write lock (SQLite) and a row lock (PostgreSQL, skipping rows another
+        process holds) for its own two statements only, so that agents' writes do not
+        wait while the worker looks."""
         from todoweb.models import WebhookDelivery
         from todoweb.webhooks.delivery import DELIVER_PATH
 
+        if ready().exclude(task_path=DELIVER_PATH).exists():
+            job = self.locked(worker_id, lambda: ready().exclude(task_path=DELIVER_PATH).get_locked())
+            if job is not None:
+                return job
         busy_endpoints, full_projects = self.busy()
-        with write_lock(), exclusive_transaction():
-            task = ready().exclude(task_path=DELIVER_PATH).get_locked()
-            if task is not None:
-                task.claim(worker_id)
-                return Job(task)
-            due = (
-                WebhookDelivery.objects.filter(
-                    status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=timezone.now()
+        due = (
+            WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=timezone.now())
+            .exclude(endpoint_id__in=busy_endpoints)
+            .exclude(endpoint__project_id__in=full_projects)
+            .order_by("next_attempt_at", "id")
+            .values_list("pk", "message_id", "task_id", "endpoint_id", "endpoint__project_id")[:CANDIDATES]
+        )
+        tried: set[int] = set()
+        for pk, message_id, task_id, endpoint_id, project_id in due:
+            if endpoint_id in tried:
+                continue  # its earlier delivery is not ours to attempt now: keep the order
+            tried.add(endpoint_id)
+            if task_id:
+                job = self.locked(worker_id, lambda task_id=task_id: ready().filter(id=task_id).get_locked())
+            else:
+                job = self.locked(worker_id, lambda pk=pk, message_id=message_id: first_task(pk, message_id))
+            if job is not None:
+                return Job(job.task, endpoint_id, project_id)
+        # A delivery's task that no pending delivery names (its endpoint deleted, a
+        # stray copy): it runs, finds nothing to do, and leaves the queue.
+        waiting = [str(pk) for pk in ready().filter(task_path=DELIVER_PATH).values_list("id", flat=True)[:CANDIDATES]]
+        if waiting:
+            named = set(
+                WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING, task_id__in=waiting).values_list(
+                    "task_id", flat=True
                 )
-                .exclude(endpoint_id__in=busy_endpoints)
-                .exclude(endpoint__project_id__in=full_projects)
-                .order_by("next_attempt_at", "id")
-                .values_list("pk", "message_id", "task_id", "endpoint_id", "endpoint__project_id")[:CANDIDATES]
             )
-            tried: set[int] = set()
-            for pk, message_id, task_id, endpoint_id, project_id in due:
-                if endpoint_id in tried:
-                    continue  # its earlier delivery is not ours to attempt now: keep the order
-                tried.add(endpoint_id)
-                if not task_id:
-                    task = first_task(pk, message_id)
-                else:
-                    task = ready().filter(id=task_id).get_locked()
-                if task is not None:
-                    task.claim(worker_id)
-                    return Job(task, endpoint_id, project_id)
-            # A delivery's task that no pending delivery names (its endpoint deleted, a
-            # stray copy): it runs, finds nothing to do, and leaves the queue.
-            waiting = list(ready().filter(task_path=DELIVER_PATH).values_list("id", flat=True)[:CANDIDATES])
-            if waiting:
-                named = set(
-                    WebhookDelivery.objects.filter(
-                        status=WebhookDelivery.Status.PENDING, task_id__in=[str(pk) for pk in waiting]
-                    ).values_list("task_id", flat=True)
-                )
-                for pk in waiting:
-                    if str(pk) not in named:
-                        task = ready().filter(id=pk).get_locked()
-                        if task is not None:
-                            task.claim(worker_id)
-                            return Job(task)
+            for task_id in waiting:
+                if task_id not in named:
+                    job = self.locked(worker_id, lambda task_id=task_id: ready().filter(id=task_id).get_locked())
+                    if job is not None:
+                        return job
         return None
+
+    @staticmethod
+    def locked(worker_id: str, find: Callable[[], DBTaskResult | None]) -> Job | None:
+        """The task `find` returns, claimed in a transaction of its own (None: another
+        worker took it meanwhile)."""
+        from django_tasks_db.utils import exclusive_transaction
+
+        with write_lock(), exclusive_transaction():
+            task = find()
+            if task is None:
+                return None
+            task.claim(worker_id)
+        return Job(task)
 
     def start(self, runner: Worker, job: Job) -> None:
         with self.lock:
