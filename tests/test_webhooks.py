@@ -688,26 +688,4 @@ def test_deliveries_give_way_while_requests_use_the_database(monkeypatch, settin
     turns.spent = 0.002
     with turns.turn():
         pass
-    # A glance first (a request that ends at once is not waited for), then the rest.
-    assert slept[0] == worker.GLANCE and sum(slept) == pytest.approx(0.002 * (1 / worker.SHARE - 1))
-
-
-def test_it_does_not_wait_for_a_request_that_ends_at_once(monkeypatch):
-    """The write whose delivery woke the worker is still under way when it looks: it
-    glances, and goes on once that write is over."""
-    from todoweb.runtime import database
-    from todoweb.webhooks import worker
-
-    slept: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        slept.append(seconds)
-        database._in_flight = 0  # the write ended meanwhile
-
-    monkeypatch.setattr(worker.time, "sleep", sleep)
-    monkeypatch.setattr(database, "_in_flight", 1)
-    turns = worker.Turns()
-    turns.spent = 0.002
-    with turns.turn():
-        pass
-    assert slept == [worker.GLANCE]
+    assert slept == [pytest.approx(0.002 * (1 / worker.SHARE - 1))]

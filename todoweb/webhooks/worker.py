@@ -66,8 +66,6 @@ POLL_SECONDS = 1.0
 # writes once a write took 2 ms: between two writes the worker took its turns whole.)
 SHARE = 0.005
 MAX_GIVE_WAY = 2.0
-# How long a request under way is given to end before the worker pauses for it.
-GLANCE = 0.01
 # Due deliveries looked at per claim (the earliest of each endpoint that has room).
 CANDIDATES = 50
 
@@ -90,7 +88,9 @@ class Turns:
 
     @contextmanager
     def turn(self) -> Iterator[None]:
-        pause(self.spent)
+        if calls_in_flight():
+            # One sleep, not a poll: each wake-up takes the GIL from the writers.
+            time.sleep(give_way(self.spent))
         started = time.thread_time()
         try:
             yield
@@ -100,22 +100,6 @@ class Turns:
 
 def give_way(spent: float) -> float:
     return min(spent * (1 / SHARE - 1), MAX_GIVE_WAY)
-
-
-def pause(spent: float) -> None:
-    """While requests have database work under way, wait `give_way(spent)`; a request
-    that ends within GLANCE (the write whose delivery woke the worker, mostly) is not
-    waited for: a pause is for a process that stays busy. Two sleeps at most, not a
-    poll: each wake-up takes the GIL from the writers."""
-    if not calls_in_flight():
-        return
-    wait = give_way(spent)
-    if wait > GLANCE:
-        time.sleep(GLANCE)
-        if not calls_in_flight():
-            return
-        wait -= GLANCE
-    time.sleep(wait)
 
 
 def ready() -> QuerySet:
@@ -247,9 +231,10 @@ class Pool:
             logger.exception("A webhook attempt failed; the worker goes on")
         finally:
             close_old_connections()
-            # The attempt's CPU is paid for here, holding its own endpoint's and
-            # project's slot: a busy endpoint's pauses hold up no other endpoint.
-            pause(time.thread_time() - started)
+            if calls_in_flight():
+                # The attempt's CPU is paid for here, holding its own endpoint's and
+                # project's slot: a busy endpoint's pauses hold up no other endpoint.
+                time.sleep(give_way(time.thread_time() - started))
             with self.lock:
                 self.in_flight.pop(str(job.task.id), None)
             wake()  # room for the next
