@@ -1,9 +1,11 @@
 # todoweb — `make run` starts the app with a demo agent; `make test` runs every test.
-# Both create .venv and install the pinned requirements on first use.
+# Both create .venv on first use: `make run` installs what the server needs
+# (requirements.txt), `make test` adds the test toolchain (requirements-dev.txt).
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 AGENTS_STAMP := $(VENV)/.agents-installed
 
@@ -12,7 +14,7 @@ AGENTS_STAMP := $(VENV)/.agents-installed
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-run: $(STAMP) .run/secret-key  ## Start todoweb on http://127.0.0.1:8000 (SQLite, in-memory layer) with demo agents; PORT=, HOST=, DEMO=0
+run: $(RUN_STAMP) .run/secret-key  ## Start todoweb on http://127.0.0.1:8000 (SQLite, in-memory layer) with demo agents; PORT=, HOST=, DEMO=0
 	SECRET_KEY="$${SECRET_KEY:-$$(cat .run/secret-key)}" $(PY) manage.py start
 
 # The local server's own secret key, made once (the repository's key is refused).
@@ -23,8 +25,10 @@ run: $(STAMP) .run/secret-key  ## Start todoweb on http://127.0.0.1:8000 (SQLite
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/todoweb
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/0
 
-test: $(STAMP)  ## Run every test: on SQLite, on PostgreSQL + Redis when they answer, then real server processes
+test: $(STAMP)  ## Run every test: on SQLite (fast paths on, then off), on PostgreSQL + Redis when they answer, then real server processes
 	$(VENV)/bin/pytest --ignore=tests/system --ignore=tests/agents $(PYTEST_ARGS)
+	@echo "== the same suite with every fast path off (the libraries' public paths) =="
+	TODOWEB_FAST_PATHS=0 $(VENV)/bin/pytest --ignore=tests/system --ignore=tests/agents --ignore=tests/browser $(PYTEST_ARGS)
 	@if $(PY) scripts/services_up.py $(PG_TEST_URL) $(REDIS_TEST_URL); then \
 		echo "== the same suite on PostgreSQL + Redis =="; \
 		DATABASE_URL=$(PG_TEST_URL) REDIS_URL=$(REDIS_TEST_URL) $(VENV)/bin/pytest --ignore=tests/system --ignore=tests/agents $(PYTEST_ARGS); \
@@ -70,10 +74,15 @@ bench: $(STAMP)  ## Run the benchmarks under bench/ (about 17 minutes; PostgreSQ
 		echo "PostgreSQL or Redis not reachable on 127.0.0.1: skipped fanout --topology two and scale_out"; \
 	fi
 
-$(STAMP): requirements.txt requirements-dev.txt
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+# The server's packages alone: what `make run` needs.
+$(RUN_STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $(RUN_STAMP)
+
+# The test and tooling packages on top (pytest, Playwright, mypy, ruff, …).
+$(STAMP): requirements.txt requirements-dev.txt $(RUN_STAMP)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
 
 # The Python MCP clients and agent frameworks of tests/agents, only for test-agents.

@@ -228,9 +228,9 @@ def stored(api: Api, path: str, sessions: int = 64, writes: int = 10, items: int
 
 def deflated_sizes(texts: list[bytes]) -> list[int]:
     """Each message as `manage.py serve` sends it with permessage-deflate (each message
-    compressed on its own, once for every socket: todoweb.runtime.server.SharedDeflate),
+    compressed on its own, once for every socket: todoweb.serve.server.SharedDeflate),
     header included. The first message is the snapshot a socket gets on connect."""
-    from todoweb.runtime.server import WINDOW_BITS, compressed
+    from todoweb.serve.server import WINDOW_BITS, compressed
 
     sizes = []
     for text in texts:

@@ -142,7 +142,7 @@ def client(kind: str, requests: int) -> None:
     out = io.StringIO()
     call_command("createtoken", "bench", stdout=out)
     token = out.getvalue().strip().splitlines()[-1]
-    from todoweb.runtime.server import tuned_application
+    from todoweb.serve.server import tuned_application
 
     application = tuned_application()
     import uvloop

@@ -13,11 +13,18 @@ from django.test import Client
 
 from tests.live_server import LiveServer
 from todoweb.models import ApiToken, Project
-from todoweb.runtime.agent_routes import AgentRoutes
-from todoweb.runtime.handlers import ApiHandler
+from todoweb.serve.agent_routes import AgentRoutes
+from todoweb.serve.handlers import ApiHandler
 from todoweb.writes.tokens import token_create
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# A test of a fast path itself (todoweb.fences): skipped in the pass with every fast
+# path off, which runs the rest of the suite on the libraries' public paths.
+fast_path = pytest.mark.skipif(
+    os.environ.get("TODOWEB_FAST_PATHS", "1").lower() in ("0", "false", "no", "off"),
+    reason="tests a fast path, and TODOWEB_FAST_PATHS=0",
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -44,7 +51,7 @@ def no_rate_limit(settings):
 @pytest.fixture(autouse=True)
 def database_threads_see_the_test_data(request, settings):
     """Most tests run inside a transaction of their own thread's connection, which a
-    write from another database thread (database_threads.py) would not see: they
+    write from another database thread (store/database.py) would not see: they
     write from the one thread. Tests whose data is committed (transactional_db,
     live servers) keep the deployment's threads."""
     marker = request.node.get_closest_marker("django_db")

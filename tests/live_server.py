@@ -9,7 +9,7 @@ import time
 
 import uvicorn
 
-from todoweb.runtime.server import uvicorn_options
+from todoweb.serve.server import uvicorn_options
 
 
 class LiveServer:

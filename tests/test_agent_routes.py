@@ -1,4 +1,4 @@
-"""The agents' write endpoints by their own route (todoweb.runtime.agent_routes) answer
+"""The agents' write endpoints by their own route (todoweb.serve.agent_routes) answer
 byte for byte what the API's handler answers (URL resolver, django-ninja), for good
 calls and bad ones, on every hook and the tool endpoint; what the route is not sure of
 goes to the API handler, and a hook is answered without a Django request unless its
@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from todoweb.models import Message, Revision, Session
-from todoweb.runtime.agent_routes import AgentRoutes
-from todoweb.runtime.database import in_database_thread
-from todoweb.runtime.handlers import ApiHandler
+from todoweb.serve.agent_routes import AgentRoutes
+from todoweb.serve.handlers import ApiHandler
+from todoweb.store.database import in_database_thread
 from todoweb.writes import messages
 
 pytestmark = pytest.mark.django_db(transaction=True)

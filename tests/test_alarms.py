@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from todoweb.runtime.alarms import RESOLUTION, Clock, clock
+from todoweb.live.alarms import RESOLUTION, Clock, clock
 
 
 async def test_an_alarm_rings_at_its_time_not_before():

@@ -1,6 +1,6 @@
-"""Where `in_database_thread` runs its work: under the server, in asgiref's one thread
-for thread-sensitive code, by the shortest way there; under a synchronous caller (a
-test's, through async_to_sync), in that caller's thread, as asgiref decides."""
+"""Where `in_database_thread` runs its work: under the server, in the process's
+database thread, by the shortest way there; under a synchronous caller (a test's,
+through async_to_sync), or with asgiref's fence shut, where asgiref decides."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import contextvars
 import threading
 
 import pytest
-from asgiref.sync import SyncToAsync, async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 
-from todoweb.runtime import database
+from tests.conftest import fast_path
+from todoweb.store import database
 
 # The work gives its thread's connection back as any database work does, which may
 # touch the database.
@@ -22,10 +23,6 @@ color: contextvars.ContextVar[str] = contextvars.ContextVar("color", default="no
 
 def where() -> tuple[int, str]:
     return threading.get_ident(), color.get()
-
-
-def thread_of_asgiref() -> int:
-    return SyncToAsync.single_thread_executor.submit(threading.get_ident).result()
 
 
 def repaint() -> str:
@@ -42,11 +39,12 @@ def one_thread(settings):
     settings.TODOWEB_DB_THREADS = 1
 
 
-async def test_under_the_server_it_runs_in_asgiref_s_one_thread_with_the_task_s_context():
+@fast_path
+async def test_under_the_server_it_runs_in_the_database_thread_with_the_task_s_context():
     assert database.asgiref_uses_its_one_thread()
     color.set("blue")
     thread, seen = await database.in_database_thread(where)
-    assert (thread, seen) == (thread_of_asgiref(), "blue")
+    assert (thread, seen) == (database.DATABASE_THREAD.thread.ident, "blue")
     assert await database.in_database_thread(repaint) == "green"
     assert color.get() == "blue"  # what the work set stays with it
     with pytest.raises(LookupError, match="nothing here"):
@@ -63,10 +61,12 @@ def test_under_a_synchronous_caller_it_runs_in_the_caller_s_thread():
     assert thread == threading.get_ident()
 
 
-async def test_django_s_synchronous_code_from_async_code_runs_in_the_same_thread():
-    ours, _ = await database.in_database_thread(where)
-    assert await sync_to_async(threading.get_ident)() == ours  # asgiref's thread-sensitive way
-    assert SyncToAsync.single_thread_executor is database.DATABASE_THREAD
+async def test_with_asgiref_s_fence_shut_it_goes_asgiref_s_own_way(settings):
+    settings.TODOWEB_FAST_PATHS = False
+    assert not database.asgiref_uses_its_one_thread()
+    thread, _ = await database.in_database_thread(where)
+    assert thread == await sync_to_async(threading.get_ident)()  # asgiref's thread-sensitive way
+    assert thread != getattr(database.DATABASE_THREAD.thread, "ident", None)
 
 
 async def test_work_whose_caller_was_cancelled_before_it_ran_is_not_run():

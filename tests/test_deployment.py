@@ -74,13 +74,13 @@ def test_it_takes_the_channel_prefix_from_the_environment():
 
 def test_the_api_handler_still_finds_the_django_internals_it_replaces():
     """The API's handler runs without middleware by setting what Django's
-    BaseHandler.load_middleware sets (todoweb.runtime.handlers). If a Django upgrade
+    BaseHandler.load_middleware sets (todoweb.serve.handlers). If a Django upgrade
     renames those internals, this fails loudly instead of the API misbehaving."""
     import inspect
 
     from django.core.handlers.base import BaseHandler
 
-    from todoweb.runtime.handlers import ApiHandler
+    from todoweb.serve.handlers import ApiHandler
 
     source = inspect.getsource(BaseHandler.load_middleware)
     for name in ("_view_middleware", "_template_response_middleware", "_exception_middleware", "_middleware_chain"):

@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import assert_refused
 from todoweb.calls.errors import InvalidInput
+from todoweb.calls.jsonio import UNPARSED
 from todoweb.dialects import codex
-from todoweb.dialects.base import UNPARSED
 
 CALL_IDS = itertools.count(1)
 PREFIX = "failed to parse function arguments: "

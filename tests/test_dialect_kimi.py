@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import assert_refused
 from todoweb.calls.errors import InvalidInput
+from todoweb.calls.jsonio import UNPARSED
 from todoweb.dialects import kimi
-from todoweb.dialects.base import UNPARSED
 from todoweb.plan.steps import Item
 
 # The tool description's example of a full snapshot.

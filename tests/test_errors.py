@@ -10,7 +10,7 @@ from django.test import Client
 
 from tests.conftest import Api, assert_refused
 from todoweb.models import ApiToken, Revision, Session
-from todoweb.writes import sql
+from todoweb.store import sql
 
 WRITE = {"todos": [{"content": "a", "status": "pending", "activeForm": "doing a"}]}
 

@@ -135,3 +135,34 @@ async def test_the_pump_rests_between_batches_while_a_write_waits_for_the_databa
 async def test_the_pump_sends_a_round_without_resting_when_no_write_waits(monkeypatch):
     rests = await rests_of_a_round(monkeypatch, in_flight=0)
     assert all(rest < 0.000001 for rest in rests)  # only what the rate asks: nothing
+
+
+class Layer:
+    """A channel layer that takes group changes and does nothing with them."""
+
+    async def group_discard(self, group: str, channel: str) -> None:
+        pass
+
+
+async def test_the_revisions_of_sessions_no_longer_watched_are_forgotten():
+    """What the hub keeps per session goes once the last socket watching it has left: a
+    process that sees thousands of sessions come and go holds only the watched ones'."""
+    this = hub.Hub(layer=Layer())
+    left, stays = Recorder(), Recorder()
+    this.watchers = {"session-a": {left}, "session-b": {stays}}
+    this.deliver(frame(3, "session-a") | {"session": "a"})
+    this.deliver(frame(4, "session-b") | {"session": "b"})
+    this.unwatch("session-a", left)
+    await this.drop_empty_groups()
+    assert this.revisions == {"b": 4}
+
+
+async def test_a_watched_dashboard_keeps_the_revisions_it_was_sent():
+    # A dashboard watches the sessions of its projects through their summaries.
+    this = hub.Hub(layer=Layer())
+    left = Recorder()
+    this.watchers = {"session-a": {left}, "dashboard-1": {Recorder()}}
+    this.deliver(frame(3, "session-a") | {"session": "a"})
+    this.unwatch("session-a", left)
+    await this.drop_empty_groups()
+    assert this.revisions == {"a": 3}

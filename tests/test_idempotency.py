@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from todoweb.dialects.base import compact_json
+from todoweb.calls.jsonio import compact_json
 from todoweb.models import Revision
 
 WRITE = {"todos": [{"content": "a", "status": "in_progress", "activeForm": "doing a"}]}

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from todoweb.runtime.long_lived import LongLived
+from todoweb.serve.long_lived import LongLived
 
 
 class Socket:
@@ -89,3 +89,31 @@ def test_a_socket_closed_before_it_was_frozen_is_left_to_the_collector():
     assert (sockets.unfrozen, sockets.frozen_closed) == (2, 0)
     gc.collect()
     assert opened.gone() == [True, False, False]
+
+
+def test_it_freezes_nothing_that_closed_sockets_left_before_the_freeze():
+    """A socket closed before its batch was frozen: its cycle is collected, not frozen
+    with the open ones (where only a later collection of the frozen would reach it)."""
+    sockets = LongLived(freeze_every=3, thaw_every=3600)
+    opened = Held(sockets, 2)
+    opened.close(0)
+    more = Held(sockets, 2)  # three open: a freeze
+    assert gc.get_freeze_count() > 0
+    gc.collect()
+    assert opened.gone() + more.gone() == [True, False, False, False]
+
+
+def test_rounds_of_sockets_that_come_and_go_leave_no_more_than_two_batches_frozen():
+    """Watchers that connect in rounds and leave (within the interval between two
+    collections): what they left frozen stays within twice a batch, not a round's worth
+    more every round."""
+    sockets = LongLived(freeze_every=4, thaw_every=3600)
+    rounds = []
+    for _ in range(10):
+        opened = Held(sockets, 4)
+        for index in range(4):
+            opened.close(index)
+        rounds.append(opened)
+    gc.collect()
+    left = sum(not gone for opened in rounds for gone in opened.gone())
+    assert left <= 2 * 4, left

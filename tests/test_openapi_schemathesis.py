@@ -46,7 +46,9 @@ def keep_the_test_connection():
 
 
 @schema.parametrize()
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+# Derandomised: the same generated requests on every run, so that a run on CI fails only
+# for a change of the API (schemathesis now and then counts a valid query as invalid).
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 def test_it_honours_its_openapi_schema(case, bearer):
     excluded = []
     if case.query and any(isinstance(value, list) for value in case.query.values()):

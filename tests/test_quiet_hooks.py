@@ -14,13 +14,16 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
+from tests.conftest import fast_path
+from todoweb import store
 from todoweb.models import ApiToken, Session, digest
-from todoweb.runtime import database
-from todoweb.runtime.database import in_database_thread
+from todoweb.store import database
+from todoweb.store.database import in_database_thread
 from todoweb.web.api import hooks
 from todoweb.writes import messages
 
 pytestmark = [
+    fast_path,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(connections["default"].vendor != "sqlite", reason="reads on the event loop are SQLite's"),
 ]
@@ -39,8 +42,9 @@ class Hops:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        for name in ("in_database_thread", "short_write"):
-            monkeypatch.setattr(hooks, name, self.counted(getattr(hooks, name)))
+        monkeypatch.setattr(hooks, "in_database_thread", self.counted(hooks.in_database_thread))
+        for name in ("write", "run"):  # a short write, by the way the hooks choose (recording.short_write)
+            monkeypatch.setattr(store, name, self.counted(getattr(store, name)))
 
     def counted(self, way):  # noqa: ANN001, ANN201
         async def call(func, *args, **kwargs):  # noqa: ANN001, ANN202

@@ -122,3 +122,45 @@ def test_it_keeps_two_deployments_on_one_redis_server_apart(redis_layer):
         return message
 
     assert async_to_sync(scenario)()["from"] == "ours"
+
+
+def test_a_cut_subscription_is_seen_through_redis_py_s_connect_callback(redis_layer, settings):
+    # The pub/sub layer subscribes again by itself after a cut, and says nothing of it
+    # but a log line: the live hub learns of it from the connection made again.
+    from channels_redis.pubsub import RedisPubSubChannelLayer
+
+    from todoweb import redis_connections
+
+    hosts = settings.CHANNEL_LAYERS  # the layer as settings.py configures it with REDIS_URL
+    layer = RedisPubSubChannelLayer(
+        hosts=[
+            {
+                "address": REDIS_TEST_URL,
+                "redis_connect_func": redis_connections.connected,
+                "client_name": "todoweb-test-cut",
+            }
+        ],
+        prefix=hosts["default"]["CONFIG"]["prefix"],
+    )
+
+    async def scenario() -> tuple[int, int, dict]:
+        channel = await layer.new_channel()
+        await layer.group_add("cut-subscription", channel)
+        receiving = asyncio.ensure_future(layer.receive(channel))
+        await asyncio.sleep(0)
+        before = redis_connections.made
+        server = redis.Redis.from_url(REDIS_TEST_URL)
+        ours = [client["id"] for client in server.client_list(_type="pubsub") if client["name"] == "todoweb-test-cut"]
+        killed = sum(server.client_kill_filter(_id=client) for client in ours)
+        for _ in range(200):  # redis-py reconnects within about a second
+            if redis_connections.made > before:
+                break
+            await asyncio.sleep(0.05)
+        await layer.group_send("cut-subscription", {"type": "after.cut"})
+        message = await asyncio.wait_for(receiving, timeout=5)
+        await layer.flush()
+        return killed, redis_connections.made - before, message
+
+    killed, connected_again, message = async_to_sync(scenario)()
+    assert killed >= 1 and connected_again >= 1
+    assert message["type"] == "after.cut"

@@ -18,7 +18,7 @@ import uvicorn
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from websockets.frames import TEXT, Frame
 
-from todoweb.runtime.server import SharedDeflate, SharedDeflateFactory, compressed
+from todoweb.serve.server import SharedDeflate, SharedDeflateFactory, compressed
 
 SNAPSHOT = (
     '{"type":"session.snapshot","revision":7,"todos":[' + ",".join(['{"content":"步骤 ✓ <b>x</b>"}'] * 40) + "]}"
@@ -76,12 +76,12 @@ def test_the_compressed_bytes_are_computed_once_per_message():
 
 
 def test_it_serves_with_its_own_protocols_only_on_the_tested_versions(monkeypatch, caplog):
-    from todoweb.runtime import server
+    from todoweb.serve import server
 
     assert server.untested_versions() == {}  # the pinned requirements are the tested ones
     assert server.uvicorn_options() == {
-        "http": "todoweb.runtime.server:HttpProtocol",
-        "ws": "todoweb.runtime.server:WebSocketProtocol",
+        "http": "todoweb.serve.server:HttpProtocol",
+        "ws": "todoweb.serve.server:WebSocketProtocol",
         "proxy_headers": False,
     }
     monkeypatch.setattr(server.uvicorn, "__version__", "0.99.0")
@@ -92,7 +92,7 @@ def test_it_serves_with_its_own_protocols_only_on_the_tested_versions(monkeypatc
 
 def test_each_server_process_is_tuned_when_it_loads_the_application():
     code = (
-        "import gc, sys; from todoweb.runtime.server import tuned_application; tuned_application(); "
+        "import gc, sys; from todoweb.serve.server import tuned_application; tuned_application(); "
         "print(sys.getswitchinterval(), gc.get_freeze_count() > 0)"
     )
     env = os.environ | {"DJANGO_SETTINGS_MODULE": "todoweb.settings", "DEBUG": "1"}
@@ -117,7 +117,7 @@ def test_a_served_socket_lets_go_of_its_handshake():
 
     import websockets
 
-    from todoweb.runtime import server
+    from todoweb.serve import server
 
     async def app(scope, receive, send):
         assert (await receive())["type"] == "websocket.connect"
@@ -146,7 +146,7 @@ def test_a_served_socket_lets_go_of_its_handshake():
     server.WebSocketProtocol.send = noting
     server.WebSocketProtocol.handle_connect = noting_request
     try:
-        with serving(app, ws="todoweb.runtime.server:WebSocketProtocol") as port:
+        with serving(app, ws="todoweb.serve.server:WebSocketProtocol") as port:
             assert asyncio.run(connect(port)) == "hello"
     finally:
         server.WebSocketProtocol.send = original
@@ -161,7 +161,7 @@ def test_a_served_socket_lets_go_of_its_handshake():
 
 def test_libraries_only_some_deployments_use_are_imported_on_first_use():
     code = (
-        "import sys; from todoweb.runtime.server import tuned_application; tuned_application(); "
+        "import sys; from todoweb.serve.server import tuned_application; tuned_application(); "
         "import todoweb.urls; "
         "print(' '.join(sorted(m for m in ('mcp', 'httpx', 'jsonschema', 'google.protobuf', 'twisted') if m in sys.modules)))"
     )
@@ -173,7 +173,7 @@ def test_libraries_only_some_deployments_use_are_imported_on_first_use():
 def test_a_frame_written_at_once_is_the_frame_the_protocol_would_send():
     from websockets.frames import TEXT
 
-    from todoweb.runtime.server import shared_frame
+    from todoweb.serve.server import shared_frame
 
     for text in ["short", "步骤 ✓ " * 40, "x" * 70_000]:
         server, client = negotiated_pair()
@@ -185,7 +185,7 @@ def test_a_frame_written_at_once_is_the_frame_the_protocol_would_send():
 async def test_the_receive_queue_hands_out_items_in_order_and_wakes_a_waiting_get():
     import asyncio
 
-    from todoweb.runtime.server import ReceiveQueue
+    from todoweb.serve.server import ReceiveQueue
 
     queue = ReceiveQueue()
     assert queue.empty()
@@ -204,7 +204,7 @@ async def test_the_receive_queue_hands_out_items_in_order_and_wakes_a_waiting_ge
 async def test_a_get_cancelled_before_an_item_comes_takes_none():
     import asyncio
 
-    from todoweb.runtime.server import ReceiveQueue
+    from todoweb.serve.server import ReceiveQueue
 
     queue = ReceiveQueue()
     first, second = queue.get(), queue.get()
@@ -219,7 +219,7 @@ async def test_a_get_cancelled_before_an_item_comes_takes_none():
 async def test_the_flag_waits_until_set():
     import asyncio
 
-    from todoweb.runtime.server import Flag
+    from todoweb.serve.server import Flag
 
     flag = Flag()
     assert not flag.is_set()
@@ -255,7 +255,7 @@ class Wire:
 
 
 async def test_a_response_head_goes_out_with_its_body_in_one_write():
-    from todoweb.runtime.server import HeadWithBody
+    from todoweb.serve.server import HeadWithBody
 
     wire = Wire()
     transport = HeadWithBody(wire)
@@ -269,7 +269,7 @@ async def test_a_response_head_goes_out_with_its_body_in_one_write():
 async def test_a_head_whose_body_comes_later_goes_out_at_the_loop_s_next_turn():
     import asyncio
 
-    from todoweb.runtime.server import HeadWithBody
+    from todoweb.serve.server import HeadWithBody
 
     wire = Wire()
     transport = HeadWithBody(wire)
@@ -281,7 +281,7 @@ async def test_a_head_whose_body_comes_later_goes_out_at_the_loop_s_next_turn():
 
 
 async def test_a_held_head_is_written_before_the_connection_closes():
-    from todoweb.runtime.server import HeadWithBody
+    from todoweb.serve.server import HeadWithBody
 
     wire = Wire()
     transport = HeadWithBody(wire)
@@ -327,7 +327,7 @@ def test_the_http_protocol_answers_streams_and_continues_as_uvicorn_s():
             data += chunk
         return data
 
-    with serving(app, http="todoweb.runtime.server:HttpProtocol") as port:
+    with serving(app, http="todoweb.serve.server:HttpProtocol") as port:
         with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
             sock.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
             head = read_until(sock, b"\r\n\r\n")  # while the app waits to send its first part
@@ -347,8 +347,8 @@ def test_a_served_socket_is_held_out_of_full_collections_while_open(monkeypatch)
 
     import websockets
 
-    from todoweb.runtime import server
-    from todoweb.runtime.long_lived import LongLived
+    from todoweb.serve import server
+    from todoweb.serve.long_lived import LongLived
 
     sockets = LongLived(freeze_every=1000)
     monkeypatch.setattr(server, "SOCKETS", sockets)
@@ -365,7 +365,7 @@ def test_a_served_socket_is_held_out_of_full_collections_while_open(monkeypatch)
         async with websockets.connect(f"ws://127.0.0.1:{port}/") as socket_:
             return await asyncio.wait_for(socket_.recv(), 5)
 
-    with serving(app, ws="todoweb.runtime.server:WebSocketProtocol") as port:
+    with serving(app, ws="todoweb.serve.server:WebSocketProtocol") as port:
         assert asyncio.run(connect(port)) == "hello"
     assert seen_open == [1]
     assert sockets.unfrozen == 0  # closed: no longer counted

@@ -673,7 +673,7 @@ def test_message_ids_sort_in_the_order_they_are_made():
 
 
 def test_deliveries_give_way_while_requests_use_the_database(monkeypatch, settings):
-    from todoweb.runtime import database
+    from todoweb.store import database
     from todoweb.webhooks import worker
 
     slept: list[float] = []

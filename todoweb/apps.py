@@ -10,9 +10,9 @@ class TodowebConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from todoweb import fences
         from todoweb.live import access  # noqa: F401  (its receivers announce access that ends)
-        from todoweb.runtime.database import use_database_thread
-        from todoweb.runtime.logs import install_redaction
+        from todoweb.logs import install_redaction
 
         install_redaction(settings.TODOWEB_REDACTED_LOGGERS)
-        use_database_thread()
+        fences.report()

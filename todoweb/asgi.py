@@ -12,12 +12,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "todoweb.settings")
 # Django must be set up before the consumers (and their models) are imported.
 django_asgi_app = get_asgi_application()
 
-from todoweb.runtime.secret_key import refuse_the_development_key  # noqa: E402
+from todoweb.serve.secret_key import refuse_the_development_key  # noqa: E402
 
 refuse_the_development_key()
 
 from todoweb.live.routing import live_sockets  # noqa: E402
-from todoweb.runtime.handlers import by_protocol, http_application, without_nul  # noqa: E402
+from todoweb.serve.handlers import by_protocol, http_application, without_nul  # noqa: E402
 from todoweb.webhooks.worker import started_by  # noqa: E402
 
 # Every process that serves the application delivers webhooks from a thread of its own

@@ -1,6 +1,6 @@
 """The data todoweb keeps: projects and their tokens, sessions, steps and revisions.
 
-Writes go through `todoweb.services` only; these classes hold fields and the small
+Writes go through `todoweb.writes` only; these classes hold fields and the small
 derivations (state, progress) that every reader needs.
 """
 

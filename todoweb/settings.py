@@ -16,6 +16,8 @@ from pathlib import Path
 import dj_database_url
 from csp.constants import NONE, SELF
 
+from todoweb import redis_connections
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -137,12 +139,16 @@ elif _db["ENGINE"] == "django.db.backends.postgresql":
     # transaction mode).
     _db["OPTIONS"]["server_side_binding"] = True
     _db["OPTIONS"]["prepare_threshold"] = 5 if env_bool("TODOWEB_DB_PREPARE", True) else None
-# Threads the tool endpoint writes from (database_threads.py): on PostgreSQL their
+# Threads the tool endpoint writes from (store/database.py): on PostgreSQL their
 # round trips overlap; SQLite takes one writer at a time. Each holds a pooled
 # connection while it writes, so keep it below TODOWEB_DB_POOL_SIZE.
 TODOWEB_DB_THREADS = env_int("TODOWEB_DB_THREADS", 2 if _db["ENGINE"] == "django.db.backends.postgresql" else 1)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The fast paths that lean on a library's private parts (todoweb.fences), each taken
+# only on the versions it was tested with; 0 takes the libraries' public paths alone.
+TODOWEB_FAST_PATHS = env_bool("TODOWEB_FAST_PATHS", True)
 
 # --- Channels and cache ---------------------------------------------------
 
@@ -167,7 +173,14 @@ if REDIS_URL:
             # snapshot, so a slow watcher skips to the newest one (todoweb.live).
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_connect_timeout": REDIS_CONNECT_TIMEOUT}],
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+                        # Counts the connections made, so a cut subscription is seen.
+                        "redis_connect_func": redis_connections.connected,
+                    }
+                ],
                 "prefix": TODOWEB_CHANNEL_PREFIX,
             },
         }
@@ -186,7 +199,7 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # The per-token rate limit (django-ratelimit): a cache that is down lets requests
-# through rather than failing them (todoweb.auth logs it).
+# through rather than failing them (todoweb.web.auth logs it).
 RATELIMIT_FAIL_OPEN = True
 
 # --- Auth, i18n, static ---------------------------------------------------
@@ -194,7 +207,7 @@ RATELIMIT_FAIL_OPEN = True
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-# Login throttling (django-axes, todoweb.login_throttle): AXES_FAILURE_LIMIT wrong
+# Login throttling (django-axes, todoweb.web.board.login_throttle): AXES_FAILURE_LIMIT wrong
 # passwords within AXES_COOLOFF_TIME lock the account out, and (separately) the
 # address they came from, for AXES_COOLOFF_TIME after the last of them. Counted in
 # the database, so every process counts the same failures. Failures while locked out
@@ -302,7 +315,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = TODOWEB_MAX_BODY_BYTES
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"without_traceback": {"()": "todoweb.runtime.logs.WithoutTraceback"}},
+    "filters": {"without_traceback": {"()": "todoweb.logs.WithoutTraceback"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler"},
         "console_one_line": {"class": "logging.StreamHandler", "filters": ["without_traceback"]},
@@ -318,7 +331,7 @@ LOGGING = {
 }
 # Share tokens, API tokens and session cookies never reach a log: these loggers
 # print request lines (query strings included) and get a redacting filter
-# (todoweb.redaction), whoever configures their handlers.
+# (todoweb.logs), whoever configures their handlers.
 TODOWEB_REDACTED_LOGGERS = [
     "uvicorn.access",
     "uvicorn.error",

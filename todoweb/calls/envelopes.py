@@ -14,10 +14,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from todoweb.calls.errors import InvalidInput, InvalidJson
-from todoweb.calls.jsonio import JsonError, UnacceptableJson, parse
+from todoweb.calls.jsonio import UNPARSED, JsonError, UnacceptableJson, compact_json, parse
 from todoweb.calls.titles import call_title
 from todoweb.calls.titles import checked as checked_title
-from todoweb.dialects.base import UNPARSED, compact_json
 
 EXPECTED = (
     "a tool_use block {type, id, name, input}, a Chat Completions tool call {id, type, function: {name, arguments}}, "

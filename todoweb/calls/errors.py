@@ -1,5 +1,5 @@
 """Errors. Services and dialects raise domain errors (what went wrong); the API maps
-them to HTTP answers in one place (`todoweb.api`). `ApiError` is for what only HTTP
+them to HTTP answers in one place (`todoweb.web.api.errors`). `ApiError` is for what only HTTP
 knows: authentication, rate limits, request bodies.
 
 Every error carries a stable `code` and a message worded for whoever must fix the

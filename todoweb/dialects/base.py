@@ -21,21 +21,16 @@ hands out (like Claude Code's tasks) are never handed out twice.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-import orjson
 from pydantic import ValidationError
 
 from todoweb.calls.errors import MAX_REPORTED, first_problem
 from todoweb.plan.steps import Item, Warning
-
-# Sentinel for `args` when the arguments text of a call is not valid JSON.
-UNPARSED: Any = type("Unparsed", (), {"__repr__": lambda self: "UNPARSED"})()
 
 DESCRIPTIONS_DIR = Path(__file__).resolve().parent.parent / "descriptions"
 
@@ -130,50 +125,6 @@ def inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
 def describe(dialect: str, tool: str) -> str:
     """The tool's description for the model, kept as Markdown in descriptions/<dialect>/."""
     return (DESCRIPTIONS_DIR / dialect / f"{tool}.md").read_text(encoding="utf-8").strip()
-
-
-# Made once: json.dumps makes an encoder on each call with options of its own.
-COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def compact_json(value: Any) -> str:
-    """JSON as JavaScript's JSON.stringify writes it (no spaces, raw Unicode), in the
-    json module's words (a call's fingerprint, stored, is of this text). orjson writes
-    the same text 15 times faster for strings, integers, booleans and null in lists and
-    objects; anything else (a float: 1e+16 in json's words, 1e16 in orjson's), and
-    what orjson refuses (an integer beyond 64 bits, a lone surrogate) goes to json."""
-    if orjson_writes_as_json(value):
-        try:
-            return orjson.dumps(value).decode()
-        except orjson.JSONEncodeError:
-            pass
-    return COMPACT.encode(value)
-
-
-def orjson_writes_as_json(value: Any) -> bool:
-    """Whether this value holds nothing but what orjson writes as json does."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is str or kind is int or kind is bool or item is None:
-            continue
-        if kind is dict:
-            stack.extend(item.values())
-        elif kind is list or kind is tuple:
-            stack.extend(item)
-        else:
-            return False
-    return True
-
-
-def json_error(raw: str) -> str:
-    """Why Python's json module refuses the arguments text, in its words."""
-    try:
-        json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        return str(exc)
-    return "not a JSON value"
 
 
 def json_type(value: Any) -> str:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from todoweb.calls.errors import InvalidInput
-from todoweb.dialects.base import Outcome, ToolDefinition, compact_json, describe, js_string
+from todoweb.calls.jsonio import compact_json
+from todoweb.dialects.base import Outcome, ToolDefinition, describe, js_string
 from todoweb.plan.steps import Item
 
 NAME = "claude"

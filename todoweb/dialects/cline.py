@@ -27,7 +27,8 @@ import json
 from typing import Any
 
 from todoweb.calls.errors import InvalidJson
-from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, describe, json_error
+from todoweb.calls.jsonio import UNPARSED, json_error
+from todoweb.dialects.base import Outcome, ToolDefinition, describe
 from todoweb.plan.steps import Item, Warning
 
 NAME = "cline"

@@ -22,8 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from todoweb.calls.errors import InvalidInput, InvalidJson
+from todoweb.calls.jsonio import UNPARSED, compact_json
 from todoweb.dialects._serde_json import MISSING, Deserializer, SerdeError, one_of
-from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, compact_json, describe
+from todoweb.dialects.base import Outcome, ToolDefinition, describe
 from todoweb.plan.steps import Item
 
 NAME = "codex"

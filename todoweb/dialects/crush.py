@@ -31,8 +31,8 @@ import unicodedata
 from typing import Any
 
 from todoweb.calls.errors import InvalidInput, InvalidJson
-from todoweb.calls.jsonio import JsonError, UnacceptableJson, parse
-from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, describe
+from todoweb.calls.jsonio import UNPARSED, JsonError, UnacceptableJson, parse
+from todoweb.dialects.base import Outcome, ToolDefinition, describe
 from todoweb.plan.steps import Item
 
 NAME = "crush"

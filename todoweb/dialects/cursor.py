@@ -50,7 +50,8 @@ import json
 from typing import Any
 
 from todoweb.calls.errors import InvalidInput
-from todoweb.dialects.base import MAX_REPORTED_ERRORS, Outcome, ToolDefinition, compact_json, describe
+from todoweb.calls.jsonio import compact_json
+from todoweb.dialects.base import MAX_REPORTED_ERRORS, Outcome, ToolDefinition, describe
 from todoweb.plan.steps import Item
 
 NAME = "cursor"

@@ -18,8 +18,9 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from todoweb.calls.errors import InvalidInput, InvalidJson
+from todoweb.calls.jsonio import UNPARSED, json_error
 from todoweb.dialects._javascript import JS_WHITESPACE
-from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, describe, json_error
+from todoweb.dialects.base import Outcome, ToolDefinition, describe
 from todoweb.plan.steps import Item
 
 if TYPE_CHECKING:

@@ -34,7 +34,8 @@ import re
 from typing import Any
 
 from todoweb.calls.errors import InvalidInput, InvalidJson
-from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, describe
+from todoweb.calls.jsonio import UNPARSED
+from todoweb.dialects.base import Outcome, ToolDefinition, describe
 from todoweb.plan.steps import Item, Warning
 
 NAME = "goose"

@@ -21,15 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from todoweb.calls.errors import InvalidInput, InvalidJson
-from todoweb.dialects.base import (
-    UNPARSED,
-    Outcome,
-    ToolDefinition,
-    describe,
-    inline_refs,
-    pydantic_errors,
-    validation_text,
-)
+from todoweb.calls.jsonio import UNPARSED
+from todoweb.dialects.base import Outcome, ToolDefinition, describe, inline_refs, pydantic_errors, validation_text
 from todoweb.plan.steps import Item, Step
 
 NAME = "kimi"

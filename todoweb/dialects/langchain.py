@@ -34,7 +34,8 @@ from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
 
 from todoweb.calls.errors import InvalidInput, InvalidJson
-from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, describe, first_errors
+from todoweb.calls.jsonio import UNPARSED
+from todoweb.dialects.base import Outcome, ToolDefinition, describe, first_errors
 from todoweb.plan.steps import Item
 
 NAME = "langchain"

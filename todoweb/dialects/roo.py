@@ -33,7 +33,8 @@ import re
 from typing import Any
 
 from todoweb.calls.errors import InvalidInput, InvalidJson
-from todoweb.dialects.base import UNPARSED, Outcome, ToolDefinition, compact_json, describe
+from todoweb.calls.jsonio import UNPARSED, compact_json
+from todoweb.dialects.base import Outcome, ToolDefinition, describe
 from todoweb.plan.steps import Item, Warning
 
 NAME = "roo"

@@ -1,6 +1,6 @@
 """Who may still watch: the access a live socket was let in with, checked again.
 
-A socket is let in once, when it connects (todoweb.consumers): by a member's login
+A socket is let in once, when it connects (todoweb.live.consumers): by a member's login
 session, or by a share link. What let it in can end while it stays open: the person
 logs out (or a password change ends their logins), leaves the project, is
 deactivated or deleted; the link is revoked, deleted or expires, or its session is
@@ -8,7 +8,7 @@ archived. Two things hang such a socket up:
 
 - At once: the change is announced to every process through the channel layer (an
   `access.changed` event, sent by the receivers at the end of this module, or the
-  `share.revoked` event of todoweb.sharing). A deleted link or an ended login closes
+  `share.revoked` event of todoweb.writes.sharing). A deleted link or an ended login closes
   its sockets on the spot; for a user's other changes, each process holds that user's
   sockets (they send nothing) until it has checked them again with `lost()`.
 - Within todoweb.live.RECONCILE_EVERY seconds whatever became of that event (Redis
@@ -36,7 +36,8 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from todoweb.live import events
-from todoweb.models import ApiToken, Project, ShareLink
+from todoweb.models import ApiToken, Project, Session, ShareLink, digest
+from todoweb.reads import visible_sessions
 
 # Close codes the page understands (static/todoweb/live.js).
 SIGNED_OUT = 4401  # the login session ended: log in again
@@ -238,7 +239,7 @@ def project_deleted(sender, instance, **kwargs) -> None:
 
 @receiver(post_delete, sender=ShareLink)
 def link_deleted(sender, instance, **kwargs) -> None:
-    # Revoking keeps the row and says so (todoweb.sharing); a deleted link (the admin's
+    # Revoking keeps the row and says so (todoweb.writes.sharing); a deleted link (the admin's
     # Delete, its session deleted) must close its sockets all the same.
     announce(links=[instance.pk])
 
@@ -252,3 +253,34 @@ def token_saved(sender, instance, created: bool, **kwargs) -> None:
 @receiver(post_delete, sender=ApiToken)
 def token_deleted(sender, instance, **kwargs) -> None:
     announce(tokens=[instance.pk])
+
+
+def valid_share_link(*, public_id: str, raw: str | None, now: datetime | None = None) -> ShareLink | None:
+    """The link a raw token names, if it is for this session and still valid."""
+    if not raw or len(raw) > 200:
+        return None
+    link = (
+        ShareLink.objects.select_related("session")
+        .filter(digest=digest(raw), session__public_id=public_id, session__archived_at__isnull=True)
+        .first()
+    )
+    if link is None or not link.is_valid_at(now or timezone.now()):
+        return None
+    return link
+
+
+def session_for_viewer(*, user, public_id: str, share: str | None) -> tuple[Session, ShareLink | None] | None:
+    """The session a browser may watch: a member's (staff: any) or one its share link opens.
+
+    Returns the session and the share link used (None for a logged-in member), or None
+    when the viewer may not see it.
+    """
+    if user is not None and user.is_authenticated:
+        session = visible_sessions(user).with_current().filter(public_id=public_id).first()
+        if session is not None:
+            return session, None
+    link = valid_share_link(public_id=public_id, raw=share)
+    if link is None:
+        return None
+    session = Session.objects.with_current().select_related("project", "parent").get(pk=link.session_id)
+    return session, link

@@ -9,7 +9,7 @@ showed is dropped.
 
 What let a socket in (its viewer: a login or a share link) is checked again by the
 hub, not per frame: a socket whose viewer lost access is closed with a code that
-tells the page why (todoweb.access).
+tells the page why (todoweb.live.access).
 """
 
 from __future__ import annotations
@@ -27,15 +27,18 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
 
+from todoweb import fences
 from todoweb.live import events
-from todoweb.live.access import FORBIDDEN, SHARE_ENDED, Viewer, dashboard_scope
+from todoweb.live.access import FORBIDDEN, SHARE_ENDED, Viewer, dashboard_scope, session_for_viewer
+from todoweb.live.alarms import Alarm, clock
 from todoweb.live.hub import process_hub
 from todoweb.live.viewers import allowed_origin, viewer_of
 from todoweb.reads import current_data, dashboard_summaries
-from todoweb.runtime.alarms import Alarm, clock
-from todoweb.runtime.database import in_database_thread
-from todoweb.runtime.server import SEND_NOW
-from todoweb.writes.sharing import session_for_viewer
+from todoweb.store.database import in_database_thread
+
+# The ASGI extension (in a websocket's scope) by which todoweb's server lets a consumer
+# send a frame at once: {"send": WebSocketProtocol.send_now} (serve/server.py).
+SEND_NOW = "todoweb.websocket.send_now"
 
 # Frames that carry a whole list each (people's messages, open questions): a socket
 # sends only the newest of each kind.
@@ -80,6 +83,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.lost_code: int | None = None  # access lost while connecting: close with this
         self.hanging_up: asyncio.Task | None = None  # the task closing the socket, kept while it runs
         self.viewer: Viewer | None = None
+        # The hub's access_epoch before the viewer's access was read (see admit).
+        self.access_epoch = 0
         self.sender: asyncio.Task | None = None
         self.timers: dict[str, Alarm] = {}
         # Who is watching (set when the socket connects): the Django user, and the key of
@@ -93,7 +98,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
         """Channels' consumer loop without a channel layer: frames come from the hub,
         not from a channel of this socket's own. Channels awaits each message in a
         task of its own through asyncio.wait, which a socket keeps for its whole
-        life (2.5 KB); here the loop awaits `receive` itself."""
+        life (2.5 KB); here the loop awaits `receive` itself (Channels' internals,
+        behind their fence: todoweb.fences)."""
+        if not fences.fast("channels"):
+            await super().__call__(scope, receive, send)
+            return
         self.scope = scope
         self.channel_layer = None
         self.base_send = send
@@ -108,6 +117,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         message to close old connections: these sockets reach the database only through
         in_database_thread, which gives the connection back after each piece of work
         (and the trip left 0.5 KB of copied context in each socket's task)."""
+        if not fences.fast("channels"):
+            await super().dispatch(message)
+            return
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
             raise ValueError(f"No handler for message type {message['type']}")
@@ -136,10 +148,16 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await process_hub().watch(group, self)
             self.groups_watched.append(group)
 
+    def note_access_epoch(self) -> None:
+        """Called before the read that lets the socket in: access that ends from here
+        on is caught, whether its event reaches the hub before or after `admit`."""
+        self.access_epoch = process_hub().access_epoch
+
     def admit(self, viewer: Viewer) -> None:
-        """Let the hub check this socket's viewer again from now on."""
+        """Let the hub check this socket's viewer again from now on (at once, before it
+        sends, if access changed since its read)."""
         self.viewer = viewer
-        process_hub().admit(self)
+        process_hub().admit(self, self.access_epoch)
 
     def start_sending(self) -> None:
         """From now on frames go out (before, they wait behind the first snapshot)."""
@@ -286,6 +304,7 @@ class SessionConsumer(LiveConsumer):
         # committed in between still reaches this socket.
         await self.watch(events.session_group(self.public_id))
         share = parse_qs(self.scope.get("query_string", b"").decode()).get("share", [None])[0]
+        self.note_access_epoch()
         found = await in_database_thread(viewer_snapshot, self.user, self.public_id, share)
         if found is None:
             await self.close(code=FORBIDDEN)
@@ -407,6 +426,8 @@ class DashboardConsumer(LiveConsumer):
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=FORBIDDEN)
             return
+        await process_hub().start()  # its epoch counts from the first event it receives
+        self.note_access_epoch()
         projects = await in_database_thread(dashboard_scope, self.user)
         await self.watch(*dashboard_groups(projects))
         summaries = await in_database_thread(dashboard_summaries, self.user)

@@ -22,13 +22,13 @@ from django.db import transaction
 from pydantic import BaseModel, ConfigDict
 
 from todoweb.live.layer import ProcessLayer
-from todoweb.runtime.logs import ThrottledLogger
+from todoweb.logs import ThrottledLogger
 
 # While the channel layer is down, every write would log the same warning.
 unpublished_logger = ThrottledLogger(__name__, every=60)
 
 STAFF_GROUP = "dashboard-all"
-# Every process's hub listens here for access that ended (todoweb.access).
+# Every process's hub listens here for access that ended (todoweb.live.access).
 ACCESS_GROUP = "access"
 # The channel-layer message type of a frame (todoweb.live's hub receives it).
 FRAME = "live.frame"
@@ -160,7 +160,7 @@ class ShareRevoked(Event):
 
 
 class AccessChanged(Event):
-    """Internal: access to watch ended or may have (todoweb.access); never sent to a browser."""
+    """Internal: access to watch ended or may have (todoweb.live.access); never sent to a browser."""
 
     type: Literal["access.changed"] = "access.changed"
     users: list[int] = []  # check these users' sockets again
@@ -262,7 +262,7 @@ async def asend(messages: Frames) -> None:
     if layer is None or not messages:
         return
     try:
-        if isinstance(layer, ProcessLayer):
+        if isinstance(layer, ProcessLayer) and layer.puts_at_once:
             layer.put_frames(messages)  # on the process's queues: nothing to wait for
             return
         async with asyncio.timeout(PUBLISH_TIMEOUT):

@@ -4,7 +4,7 @@ newest frame per socket.
 Channels' own fan-out gives every socket a channel and a queue of its own: a watcher
 that falls behind queues every revision (without limit), and every socket unpacks
 its own copy of every message. Here each process has one hub, which subscribes once
-per group that a local socket watches. A frame (todoweb.events) is received and
+per group that a local socket watches. A frame (todoweb.live.events) is received and
 unpacked once per process and offered to each local socket as the same text; each
 socket keeps only the newest frame it has not sent yet (see consumers.py), so a slow
 socket skips to the newest revision and never queues, and a fast one sees them all.
@@ -25,13 +25,14 @@ asks the database, in one query, which of the sessions watched here moved past t
 revision it last saw, and sends those as if their frames had come. So every watcher
 converges on the current revision within seconds of any outage, Redis or not.
 
-Access ends too (todoweb.access): a logout, a member removed, a link revoked. The
+Access ends too (todoweb.live.access): a logout, a member removed, a link revoked. The
 event that says so reaches every hub through the channel layer, which closes or
 holds the sockets concerned at once; and before each reconciliation sends anything,
 the hub checks every socket it serves against the database (four queries at most,
 for all of them) and closes those whose viewer lost access. The hub probes its
-channel layer every PROBE_EVERY seconds and counts the times the layer's
-subscriptions were cut (an outage shorter than a probe); once it has seen either, it
+channel layer every PROBE_EVERY seconds and counts the times the layer connected to
+Redis again (todoweb.redis_connections: its subscriptions may have been cut, in an
+outage shorter than a probe); once it has seen either, it
 checks again before it passes on the first frame that comes through after the
 outage, as events published meanwhile were lost.
 """
@@ -49,36 +50,16 @@ from channels.layers import get_channel_layer
 from django.db.models import Q
 from django.utils import timezone
 
+from todoweb import redis_connections
 from todoweb.live import access, events
+from todoweb.logs import ThrottledLogger
 from todoweb.models import Session
 from todoweb.reads import current_data, session_summary
-from todoweb.runtime.database import calls_in_flight, in_database_thread
-from todoweb.runtime.logs import ThrottledLogger
+from todoweb.store.database import calls_in_flight, in_database_thread
 
 logger = logging.getLogger(__name__)
 layer_down_logger = ThrottledLogger(__name__, every=60)
 
-
-class SubscriptionCuts(logging.Filter):
-    """Counts the times the Redis pub/sub layer lost its subscriptions' connection.
-
-    channels_redis (4.3) catches that error in its receive task, logs it and lets
-    redis-py reconnect and subscribe again, so `receive()` never fails; yet every
-    message published meanwhile is lost. Its log record is the only sign of it.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg == "Unexpected exception in receive task":
-            self.count += 1
-        return True
-
-
-subscription_cuts = SubscriptionCuts()
-logging.getLogger("channels_redis.pubsub").addFilter(subscription_cuts)
 
 RECONCILE_EVERY = 5.0
 # How often the hub checks that its channel layer answers (a publish to its own channel).
@@ -155,8 +136,10 @@ class Hub:
         self.renewed_at = timezone.now()
         # The sockets let in (with their viewers), for access checks.
         self.viewers: set[Watcher] = set()
-        # Users whose sockets are held until checked again, and the task checking them.
+        # Users whose sockets are held until checked again, sockets let in while access
+        # changed (held too), and the task checking them.
         self.recheck: set[int] = set()
+        self.unchecked: set[Watcher] = set()
         self.rechecking: asyncio.Task | None = None
         self.reconciling = asyncio.Lock()
         self.since = timezone.now()  # moves before this were caught up on
@@ -164,8 +147,12 @@ class Hub:
         # while they differ, access that ended may have been announced into the void.
         self.outages = 0
         self.outages_checked = 0
-        self.cuts_seen = subscription_cuts.count
+        self.connections_seen = redis_connections.made
         self.layer_down = False
+        # Moves whenever access may have ended (an access event, an outage of the layer):
+        # a socket reads what lets it in, then is admitted; if this moved in between,
+        # the event may have passed it by, and it is checked again before it sends.
+        self.access_epoch = 0
 
     async def start(self) -> None:
         if self.ready is None:
@@ -197,12 +184,20 @@ class Hub:
         # socket that reconnects at once finds its subscription still in place.
         self.watchers.get(group, set()).discard(watcher)
 
-    def admit(self, watcher: Watcher) -> None:
-        """From now on `watcher`'s viewer is checked again (its `viewer` is set)."""
+    def admit(self, watcher: Watcher, epoch: int | None = None) -> None:
+        """From now on `watcher`'s viewer is checked again (its `viewer` is set). `epoch`:
+        the hub's access_epoch before its viewer's access was read; if access changed
+        since, the socket is held until its viewer is checked again, as an access event
+        that came before it was admitted did not reach it."""
         self.viewers.add(watcher)
+        if epoch is not None and epoch != self.access_epoch:
+            watcher.hold()
+            self.unchecked.add(watcher)
+            self.start_rechecking()
 
     def dismiss(self, watcher: Watcher) -> None:
         self.viewers.discard(watcher)
+        self.unchecked.discard(watcher)
 
     def saw(self, public_id: str, revision: int) -> None:
         if revision > self.revisions.get(public_id, -1):
@@ -294,17 +289,19 @@ class Hub:
             self.deliver(message)
 
     def layer_went_down(self) -> None:
+        self.access_epoch += 1
         if not self.layer_down:
             self.layer_down = True
             self.outages += 1
 
     def count_cuts(self) -> bool:
-        """Whether the layer's subscriptions were cut since last asked: an outage too
-        short for the probe to see."""
-        if subscription_cuts.count == self.cuts_seen:
+        """Whether the layer connected to Redis again since last asked (its
+        subscriptions may have been cut: an outage too short for the probe to see)."""
+        if redis_connections.made == self.connections_seen:
             return False
-        self.cuts_seen = subscription_cuts.count
+        self.connections_seen = redis_connections.made
         self.outages += 1
+        self.access_epoch += 1
         return True
 
     async def reconcile_forever(self) -> None:
@@ -366,6 +363,7 @@ class Hub:
         sockets until they are checked again."""
         links, logins, users = set(message["links"]), set(message["logins"]), set(message["users"])
         tokens = set(message.get("tokens", ()))
+        self.access_epoch += 1
         for watcher in list(self.viewers):
             viewer = watcher.viewer
             if viewer.link is not None and viewer.link in links:
@@ -378,13 +376,17 @@ class Hub:
                 watcher.hold()
         if users:
             self.recheck |= users
-            if self.rechecking is None or self.rechecking.done():
-                self.rechecking = asyncio.ensure_future(self.check_held())
+            self.start_rechecking()
+
+    def start_rechecking(self) -> None:
+        if self.rechecking is None or self.rechecking.done():
+            self.rechecking = asyncio.ensure_future(self.check_held())
 
     async def check_held(self) -> None:
-        while self.recheck:
+        while self.recheck or self.unchecked:
             users, self.recheck = self.recheck, set()
-            watchers = [watcher for watcher in self.viewers if watcher.viewer.user in users]
+            unchecked, self.unchecked = self.unchecked, set()
+            watchers = [watcher for watcher in self.viewers if watcher.viewer.user in users or watcher in unchecked]
             try:
                 await self.check_access(watchers)
             except asyncio.CancelledError:
@@ -393,20 +395,23 @@ class Hub:
                 # The database is out of reach: the sockets stay held until it answers.
                 layer_down_logger.warning("Access check failed; retrying", error=exc)
                 self.recheck |= users
+                self.unchecked |= unchecked & self.viewers
                 await asyncio.sleep(1)
                 continue
             for watcher in watchers:
                 # A user named again meanwhile waits for the next check.
-                if watcher.viewer.user not in self.recheck:
+                if watcher.viewer.user not in self.recheck and watcher not in self.unchecked:
                     watcher.release()
 
     async def drop_empty_groups(self) -> None:
         renew = timezone.now() - self.renewed_at > RENEW_GROUPS_EVERY
+        dropped = False
         try:
             for group, members in list(self.watchers.items()):
                 if not members:
                     del self.watchers[group]
                     self.joined.pop(group, None)
+                    dropped = True
                     await self.layer.group_discard(group, self.channel)
                 elif renew:
                     await self.layer.group_add(group, self.channel)
@@ -417,6 +422,21 @@ class Hub:
             raise
         except Exception as exc:
             layer_down_logger.warning("Live subscriptions not updated: the channel layer failed", error=exc)
+        finally:
+            if dropped:
+                self.forget_unwatched()
+
+    def forget_unwatched(self) -> None:
+        """Forget the revisions of sessions no one here watches any more: a process that
+        sees thousands of sessions come and go keeps only its watched ones'. While a
+        dashboard is watched they stay: its reconciliation compares every session of
+        its projects with them (one it forgot would be sent again)."""
+        sessions, projects, staff = watched(list(self.watchers))
+        if projects or staff:
+            return
+        kept = set(sessions)
+        for public_id in [public_id for public_id in self.revisions if public_id not in kept]:
+            del self.revisions[public_id]
 
     def missed_frames(self, since: datetime) -> list[dict[str, Any]]:
         """Frames for what moved on without this process hearing of it (a sync DB read)."""

@@ -6,6 +6,8 @@ a task per member channel and deep-copies the message for each: for every frame 
 every write, on the event loop the writes' answers go out from. Here a group's
 message is put on its members' queues as it is (todoweb's frames are only ever read
 by their receivers, the process's hub), and the sweep runs at most once a second.
+Both use the layer's internals, behind their fence (todoweb.fences): without it,
+Channels' own group_send.
 """
 
 from __future__ import annotations
@@ -16,13 +18,23 @@ from typing import Any
 
 from channels.layers import InMemoryChannelLayer
 
+from todoweb import fences
+
 SWEEP_EVERY = 1.0
 
 
 class ProcessLayer(InMemoryChannelLayer):
     swept_at = 0.0
 
+    @property
+    def puts_at_once(self) -> bool:
+        """Whether frames go on the members' queues directly (`put_frames`)."""
+        return fences.fast("channels")
+
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        if not self.puts_at_once:
+            await super().group_send(group, message)
+            return
         assert isinstance(message, dict), "Message is not a dict"
         self.require_valid_group_name(group)
         self.put(group, message)

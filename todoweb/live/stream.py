@@ -32,7 +32,7 @@ from todoweb.live.access import Viewer
 from todoweb.live.hub import CLOCK_SLACK, process_hub
 from todoweb.models import Session
 from todoweb.reads import current_data, messages_data, questions_data, session_summary
-from todoweb.runtime.database import in_database_thread
+from todoweb.store.database import in_database_thread
 
 # A comment line this often keeps proxies from closing an idle stream.
 KEEPALIVE_EVERY = 15.0

@@ -21,8 +21,7 @@ from django.contrib import auth
 from django.contrib.auth.models import AnonymousUser
 from django.http.cookie import parse_cookie
 
-from todoweb.runtime.database import in_database_thread
-from todoweb.runtime.handlers import scope_header
+from todoweb.store.database import in_database_thread
 
 # AnonymousUser keeps nothing of its own: one serves every socket without a login.
 ANONYMOUS = AnonymousUser()
@@ -31,7 +30,7 @@ ANONYMOUS = AnonymousUser()
 async def viewer_of(scope: dict[str, Any]) -> tuple[Any, str | None]:
     """The socket's user (AnonymousUser without a valid session) and, for a logged-in
     user, the key of their login session, which the hub checks again while the socket
-    stays open (todoweb.access)."""
+    stays open (todoweb.live.access)."""
     cookies = parse_cookie(scope_header(scope, b"cookie") or "")
     session_key = cookies.get(settings.SESSION_COOKIE_NAME)
     if not session_key:
@@ -59,3 +58,8 @@ def allowed_origin(scope: dict[str, Any]) -> bool:
     decides (a socket without one is refused)."""
     origin = scope_header(scope, b"origin")
     return origins().valid_origin(urlparse(origin) if origin is not None else None)
+
+
+def scope_header(scope: dict[str, Any], name: bytes) -> str | None:
+    """The first value of the request's header `name` (lower case), as text."""
+    return next((value.decode("latin-1") for key, value in scope["headers"] if key == name), None)

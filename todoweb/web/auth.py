@@ -12,9 +12,9 @@ from django_ratelimit.core import get_usage
 from ninja.security import HttpBearer
 
 from todoweb.calls.errors import ApiError
+from todoweb.logs import ThrottledLogger
 from todoweb.models import ApiToken, digest
-from todoweb.runtime.logs import ThrottledLogger
-from todoweb.writes.sql import token_with_project
+from todoweb.store.sql import token_with_project
 
 # last_used_at is informative; writing it once a minute spares a write per call.
 LAST_USED_RESOLUTION = timedelta(seconds=60)

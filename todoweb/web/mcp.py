@@ -50,9 +50,9 @@ from todoweb import dialects
 from todoweb.calls import jsonio
 from todoweb.calls.envelopes import ToolCall
 from todoweb.calls.errors import ApiError, TodowebError
+from todoweb.live.viewers import scope_header
 from todoweb.models import ApiToken
-from todoweb.runtime.database import in_database_thread
-from todoweb.runtime.handlers import MCP_PATH, scope_header
+from todoweb.store.database import in_database_thread
 from todoweb.web.api.body import too_large
 from todoweb.web.api.lookups import check_key
 from todoweb.web.api.tools import tool_definitions
@@ -63,6 +63,8 @@ from todoweb.writes.record import CallRequest
 
 logger = logging.getLogger(__name__)
 
+# Where serve/handlers.py routes the MCP server: the resource its challenges name.
+MCP_PATH = "/mcp"
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
 DEFAULT_DIALECTS = "claude"

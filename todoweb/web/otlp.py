@@ -32,7 +32,7 @@ from todoweb.calls.errors import ApiError, InvalidJson, TodowebError
 from todoweb.calls.jsonio import loads
 from todoweb.calls.telemetry import TelemetryCall, calls_in_logs, calls_in_traces, may_hold_calls
 from todoweb.models import ApiToken
-from todoweb.runtime.database import in_database_thread
+from todoweb.store.database import in_database_thread
 from todoweb.web.api.body import content_length
 from todoweb.web.api.errors import error_response
 from todoweb.web.auth import require_write, token_auth

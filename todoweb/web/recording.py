@@ -1,22 +1,33 @@
 """The three routes into an agent's write path, the tool endpoint, the agents' hooks
-and the MCP server, meet here: in one short write (runtime.loop_writes: on SQLite, on
-the event loop's own thread when nothing else writes) the token and the session are
+and the MCP server, meet here: in one short write (store.write: on SQLite, on the
+event loop's own thread when nothing else writes) the token and the session are
 read (in one query, unless the route checked the token already), the token checked,
 and the call recorded (writes.record); once committed, its live frames are published."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from todoweb import store
 from todoweb.live import events
 from todoweb.models import ApiToken
-from todoweb.runtime.loop_writes import short_write
-from todoweb.web.auth import check_token, require_write
-from todoweb.writes import sql
+from todoweb.store import sql
+from todoweb.web.auth import check_token, rate_counted_in_process, require_write
 from todoweb.writes.record import CallRequest, Recorded, record
+
+
+def short_write() -> Callable[..., Awaitable[Any]]:
+    """How a call that checks its token is written: `store.write`, unless counting it
+    against the rate limit is a round trip to Redis, which the event loop must not wait
+    on (an outage would hold every request for the client's timeout): then in a
+    database thread."""
+    return store.write if rate_counted_in_process() else store.run
 
 
 async def record_call(found_by: str, call: CallRequest) -> Recorded:
     """Record `call` with the token of digest `found_by` (a write token of the session's project)."""
-    recorded = await short_write(record_with_token, found_by, call)
+    recorded = await short_write()(record_with_token, found_by, call)
     await events.asend(recorded.frames)
     return recorded
 
@@ -24,7 +35,7 @@ async def record_call(found_by: str, call: CallRequest) -> Recorded:
 async def record_call_of(token: ApiToken, call: CallRequest) -> Recorded:
     """Record `call` for a token its route has checked already (the MCP server checks
     it once per request, before the SDK reads the message)."""
-    recorded = await short_write(record_for_project, token, call)
+    recorded = await store.write(record_for_project, token, call)  # its rate counted already
     await events.asend(recorded.frames)
     return recorded
 

@@ -28,7 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from todoweb.models import WebhookDelivery, WebhookEndpoint
-from todoweb.runtime.database import write_lock
+from todoweb.store.database import write_lock
 from todoweb.webhooks import addresses, events, formats
 from todoweb.webhooks.compat import TaskContext, task
 

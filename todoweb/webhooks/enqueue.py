@@ -25,8 +25,8 @@ from django.db import transaction
 from django.db.models import F
 
 from todoweb.models import Project, Session, WebhookDelivery, WebhookEndpoint
+from todoweb.store import sql
 from todoweb.webhooks import events
-from todoweb.writes import sql
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.crypto import get_random_string
 
-from todoweb.runtime.database import calls_in_flight, write_lock
-from todoweb.runtime.logs import ThrottledLogger
+from todoweb.logs import ThrottledLogger
+from todoweb.store.database import calls_in_flight, write_lock
 
 if TYPE_CHECKING:
     from django_tasks_db.management.commands.db_worker import Worker

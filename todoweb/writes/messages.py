@@ -20,7 +20,7 @@ from todoweb.live import events
 from todoweb.models import Message, Revision, Session
 from todoweb.plan import edits
 from todoweb.reads import messages_data
-from todoweb.writes.sql import SessionRow
+from todoweb.store.sql import SessionRow
 
 
 def untold(row: SessionRow, seen: list[dict[str, Any]] | None = None) -> edits.Unseen | None:

@@ -14,7 +14,8 @@ from todoweb.live import events
 from todoweb.models import Message, Revision, Session, ShareLink
 from todoweb.plan.edits import PlanEdit
 from todoweb.reads import plan_data, session_summary
-from todoweb.writes import messages, revisions, sql
+from todoweb.store import sql
+from todoweb.writes import messages, revisions
 from todoweb.writes.policy import apply_policy, check_storable
 from todoweb.writes.revisions import Change
 

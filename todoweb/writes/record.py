@@ -19,26 +19,27 @@ import itertools
 from dataclasses import dataclass
 
 import orjson
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.utils import timezone
 
-from todoweb import dialects, plan
+from todoweb import dialects, plan, store
 from todoweb.calls import answers
 from todoweb.calls.answers import Answer
 from todoweb.calls.envelopes import ToolCall
 from todoweb.calls.errors import IdempotencyConflict, InvalidInput, InvalidJson, RevisionConflict
-from todoweb.dialects.base import UNPARSED, Dialect, Outcome
+from todoweb.calls.jsonio import UNPARSED
+from todoweb.dialects.base import Dialect, Outcome
 from todoweb.live import events
 from todoweb.models import Project, Session
 from todoweb.plan import edits, text
 from todoweb.plan.merge import merge
 from todoweb.reads import plan_data
-from todoweb.runtime.database import write_lock
+from todoweb.store import sql
+from todoweb.store.sql import SessionRow
 from todoweb.webhooks import enqueue as webhooks
-from todoweb.writes import messages, revisions, sql
+from todoweb.writes import messages, revisions
 from todoweb.writes.policy import apply_policy, check_storable
 from todoweb.writes.revisions import Change, Conflict
-from todoweb.writes.sql import SessionRow
 
 # Optimistic tries before a writer takes the lock for its whole call.
 OPTIMISTIC_ATTEMPTS = 3
@@ -237,7 +238,7 @@ def get_or_create_session(project: Project, key: str) -> Session:
     read, or an agent turn reported before any write)."""
     session = Session.objects.filter(project=project, key=key).first()
     if session is None:
-        with write_lock(), transaction.atomic():
+        with store.atomic_write():
             # get_or_create retries the SELECT when a concurrent writer won the INSERT.
             session, created = Session.objects.get_or_create(project=project, key=key)
             if created:

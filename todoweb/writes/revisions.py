@@ -24,17 +24,15 @@ from typing import Any
 import orjson
 from django.db import connection, transaction
 
-from todoweb import plan
+from todoweb import plan, store
 from todoweb.calls import answers
 from todoweb.live import events
 from todoweb.models import Revision, Session
 from todoweb.plan.steps import FINISHED, WORKING, Item, Warning
 from todoweb.reads import plan_data, session_summary
-from todoweb.runtime.database import write_lock
-from todoweb.runtime.loop_writes import in_a_turn
+from todoweb.store import sql
+from todoweb.store.sql import SessionRow
 from todoweb.webhooks import enqueue as webhooks
-from todoweb.writes import sql
-from todoweb.writes.sql import SessionRow
 
 TITLE_MAX_CHARS = Session._meta.get_field("title").max_length
 # Points kept for the dashboard's progress-over-time line.
@@ -90,8 +88,7 @@ def new_revision(row: SessionRow, change: Change, *, now: datetime) -> NewRevisi
         dropped_count=previous.dropped_count if previous else 0,
         removed=change.removed,
     )
-    revision = sql.new_instance(
-        Revision,
+    revision = Revision(
         session=session,
         number=session.revision + 1,
         tool=change.tool,
@@ -190,10 +187,7 @@ def append(new: NewRevision) -> events.Frames:
                 raise Conflict()
             webhooks.enqueue_revision(project, session, revision, new.result.changes, hooks, summary)
     else:
-        # No savepoint inside a call written on the event loop: its transaction holds
-        # SQLite's write lock from its start, so nothing can move the session, and the
-        # call has a savepoint of its own, where whatever fails rolls back the whole call.
-        with write_lock(), transaction.atomic(savepoint=not in_a_turn()):
+        with store.atomic_write():
             parent = session.parent
             if parent is not None and parent.pk is None:
                 parent.save(force_insert=True)
@@ -223,5 +217,5 @@ def locked(exclusive: bool = True) -> Iterator[None]:
     if not exclusive:
         yield
         return
-    with write_lock(), transaction.atomic():
+    with store.atomic_write():
         yield

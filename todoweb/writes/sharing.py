@@ -7,7 +7,7 @@ to the creator. Revoking closes the sockets opened with it (see consumers).
 from __future__ import annotations
 
 import secrets
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from todoweb.live import events
 from todoweb.models import Session, ShareLink, digest
-from todoweb.reads import visible_sessions
 
 DEFAULT_EXPIRES_IN = 7 * 24 * 3600
 MIN_EXPIRES_IN = 60
@@ -64,34 +63,3 @@ def share_revoke(links: QuerySet[ShareLink]) -> int:
 
 def share_url(session: Session, raw: str) -> str:
     return f"{session.get_absolute_url()}?share={raw}"
-
-
-def valid_share_link(*, public_id: str, raw: str | None, now: datetime | None = None) -> ShareLink | None:
-    """The link a raw token names, if it is for this session and still valid."""
-    if not raw or len(raw) > 200:
-        return None
-    link = (
-        ShareLink.objects.select_related("session")
-        .filter(digest=digest(raw), session__public_id=public_id, session__archived_at__isnull=True)
-        .first()
-    )
-    if link is None or not link.is_valid_at(now or timezone.now()):
-        return None
-    return link
-
-
-def session_for_viewer(*, user, public_id: str, share: str | None) -> tuple[Session, ShareLink | None] | None:
-    """The session a browser may watch: a member's (staff: any) or one its share link opens.
-
-    Returns the session and the share link used (None for a logged-in member), or None
-    when the viewer may not see it.
-    """
-    if user is not None and user.is_authenticated:
-        session = visible_sessions(user).with_current().filter(public_id=public_id).first()
-        if session is not None:
-            return session, None
-    link = valid_share_link(public_id=public_id, raw=share)
-    if link is None:
-        return None
-    session = Session.objects.with_current().select_related("project", "parent").get(pk=link.session_id)
-    return session, link

@@ -7,8 +7,8 @@ import os
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from todoweb.runtime.secret_key import refuse_the_development_key
-from todoweb.runtime.server import serve
+from todoweb.serve.secret_key import refuse_the_development_key
+from todoweb.serve.server import serve
 
 
 class Command(BaseCommand):

@@ -13,7 +13,7 @@ from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from todoweb.models import ApiToken, digest
-from todoweb.runtime.server import serve
+from todoweb.serve.server import serve
 from todoweb.writes.tokens import token_create
 
 PASSWORD_FILE = settings.BASE_DIR / ".run" / "admin-password"

@@ -28,15 +28,15 @@ from todoweb.calls.errors import InvalidInput
 from todoweb.calls.titles import cleaned, header_text
 from todoweb.live import events
 from todoweb.models import Question, Session
-from todoweb.runtime.database import in_database_thread
-from todoweb.runtime.loop_writes import short_write
+from todoweb.store import sql
+from todoweb.store.database import in_database_thread
 from todoweb.web.api.errors import CallFailed, error_response
 from todoweb.web.api.lookups import SESSION_KEY, check_key
 from todoweb.web.api.questions import MAX_WAIT, answered_within
 from todoweb.web.api.quiet_hooks import nothing_to_tell
 from todoweb.web.auth import check_token, digest_of, require_write, token_by_digest
-from todoweb.web.recording import record_call
-from todoweb.writes import messages, questions, sql
+from todoweb.web.recording import record_call, short_write
+from todoweb.writes import messages, questions
 from todoweb.writes.record import CallRequest, get_or_create_session
 
 router = Router(tags=["hooks"])
@@ -291,10 +291,10 @@ async def unrecorded_answer(found_by: str, read: HookCall, reason: str, only_hoo
     if nothing_to_tell(found_by, read.session_key if tells else None):
         notice = None  # read on the event loop: the usual case
     elif tells:
-        notice, frames = await short_write(tell_with_token, found_by, read.session_key, read.route)
+        notice, frames = await short_write()(tell_with_token, found_by, read.session_key, read.route)
         await events.asend(frames)
     else:
-        require_write(await short_write(token_by_digest, found_by))  # notes the token's use
+        require_write(await short_write()(token_by_digest, found_by))  # notes the token's use
         notice = None
     return hook_answer(read, notice, {"ok": True, "ignored": True, "reason": reason}, only_hook_output=only_hook_output)
 

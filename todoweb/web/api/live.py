@@ -9,7 +9,7 @@ from ninja import Field, Query, Router, Schema
 from todoweb.live.access import Viewer
 from todoweb.live.stream import open_stream, since_event
 from todoweb.models import ApiToken, Session
-from todoweb.runtime.database import in_database_thread
+from todoweb.store.database import in_database_thread
 from todoweb.web.api.lookups import get_session
 from todoweb.web.auth import token_auth
 

@@ -17,10 +17,11 @@ from todoweb.calls.errors import ApiError, NotFound
 from todoweb.live import events
 from todoweb.models import Question, Session
 from todoweb.reads import question_data, questions_data
-from todoweb.runtime.database import in_database_thread
+from todoweb.store import sql
+from todoweb.store.database import in_database_thread
 from todoweb.web.api.lookups import check_key, get_session
 from todoweb.web.auth import require_write, token_auth
-from todoweb.writes import messages, questions, sql
+from todoweb.writes import messages, questions
 from todoweb.writes.record import get_or_create_session
 
 router = Router(tags=["steering"])

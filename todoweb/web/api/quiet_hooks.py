@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from django.utils import timezone
 
 from todoweb.models import ApiToken
-from todoweb.runtime.database import loop_reader
+from todoweb.store.database import loop_reader
+from todoweb.store.sql import token_standing_sql
 from todoweb.web.auth import check_rate, rate_counted_in_process, use_to_note
-from todoweb.writes.sql import token_standing_sql
 
 
 def nothing_to_tell(found_by: str, session_key: str | None) -> bool:

@@ -26,6 +26,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from todoweb import plan
+from todoweb.live.access import session_for_viewer
 from todoweb.models import MAX_REVISION, Question, Revision, Session
 from todoweb.plan.steps import MARKERS
 from todoweb.reads import (
@@ -43,7 +44,6 @@ from todoweb.reads import (
     visible_projects,
 )
 from todoweb.web.board.actions import action_urls, active_share_links
-from todoweb.writes.sharing import session_for_viewer
 
 
 def with_times(summary: dict[str, Any]) -> dict[str, Any]:

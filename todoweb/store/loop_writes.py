@@ -31,17 +31,20 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import sqlite3
 from asyncio import events
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.transaction import TransactionManagementError
 
-from todoweb.runtime.database import SQLITE_WRITER, in_database_thread, loop_may_use_database
+from todoweb.store.database import SQLITE_WRITER, in_database_thread, loop_may_use_database
+
+logger = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -156,12 +159,17 @@ class Turn:
         atomic, committed = self.atomic, self.committed
         assert atomic is not None and committed is not None
         self.atomic, self.committed, self.calls = None, None, 0
+        callbacks: list[tuple[Any, Callable[[], object], bool]] = []
         try:
             with django_on_the_loop():
+                db = connections[DEFAULT_DB_ALIAS]
+                # What the calls asked for once committed runs below, with the loop in
+                # view and the write lock free, not by Django while the loop is hidden.
+                callbacks, db.run_on_commit = db.run_on_commit, []
                 try:
                     atomic.__exit__(None, None, None)  # rolled back if COMMIT fails
                 finally:
-                    connections[DEFAULT_DB_ALIAS].close_if_unusable_or_obsolete()
+                    db.close_if_unusable_or_obsolete()
         except Exception as error:
             committed.set_exception(error)
         else:
@@ -169,6 +177,18 @@ class Turn:
         finally:
             SQLITE_WRITER.release()
             self.committed_at = committed.get_loop().time()
+        if committed.exception() is None:
+            run_on_commit(callbacks)
+
+
+def run_on_commit(callbacks: list[tuple[Any, Callable[[], object], bool]]) -> None:
+    """A committed turn's on_commit callbacks, as Django runs them: in order, a robust
+    one's error logged; here any error is logged, the commit being done."""
+    for _savepoints, callback, robust in callbacks:
+        try:
+            callback()
+        except Exception:
+            logger.exception("A callback of a committed write failed (%s)", "robust" if robust else "not robust")
 
 
 def retrieved(committed: asyncio.Future[None]) -> None:

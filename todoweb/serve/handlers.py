@@ -22,10 +22,11 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 API_PREFIX = "/api/"
 OTLP_PREFIX = "/v1/"
-MCP_PATH = "/mcp"
 # The health probes, answered whatever Host they are sent: orchestrators, load
 # balancers and compose's own check probe by address, not by the site's name.
 PROBE_PATHS = frozenset(["/healthz", "/readyz"])
+# The MCP server (web/mcp.py), imported by its first request.
+MCP_PATH = "/mcp"
 
 
 class ApiHandler(ASGIHandler):
@@ -82,11 +83,6 @@ def has_nul(scope: dict[str, Any]) -> bool:
     session key, a search or an opaque id with one would end in a database error."""
     query = scope.get("query_string", b"")
     return "\x00" in scope["path"] or b"%00" in query or b"\x00" in query
-
-
-def scope_header(scope: dict[str, Any], name: bytes) -> str | None:
-    """The first value of the request's header `name` (lower case), as text."""
-    return next((value.decode("latin-1") for key, value in scope["headers"] if key == name), None)
 
 
 NUL_MESSAGE = "The URL may not contain the NUL character (%00)"
@@ -160,7 +156,7 @@ def http_application(browser: ASGIHandler) -> Any:
     """The ASGI application for HTTP: /api/, /v1/ (OTLP) and the health probes to the
     lean handler (the agents' writes by their own route), /mcp to the MCP server, the
     rest to `browser`."""
-    from todoweb.runtime.agent_routes import AgentRoutes
+    from todoweb.serve.agent_routes import AgentRoutes
 
     api = AgentRoutes(ApiHandler())
     mcp = MadeOnFirstRequest(mcp_app)

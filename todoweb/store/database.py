@@ -11,15 +11,15 @@ own connection from the pool, given back when the work ends, so that those waits
 overlap. SQLite takes one writer at a time whatever the threads, so it keeps the one
 thread.
 
-The one thread is `DatabaseThread`, which takes the place of asgiref's thread for
-thread-sensitive code (Django's synchronous code called from async code runs there
-too), and work goes to it by the shortest way: asgiref's own way (a shielded future,
+The one thread is `DatabaseThread`, todoweb's own (Django's synchronous code called
+from async code runs in asgiref's, with a connection of its own), and work goes to it
+by the shortest way where asgiref would use its one thread: asgiref's own way (a shielded future,
 the task's context copied to the thread and every asgiref Local copied back into the
 task) was 15% of the CPU of a hook with nothing to tell, and left 0.5 KB of copied
 context in every websocket's task; a ThreadPoolExecutor's future wrapped for the loop
 took 110k instructions a hop, where the loop's own future resolved from the thread
 takes 20k. Where asgiref would choose another thread (a synchronous caller waiting on
-the loop, as a test is), its way is taken.
+the loop, as a test is), or its fence is shut (todoweb.fences), asgiref's way is taken.
 
 On SQLite, the agents' calls may skip the hop and run on the event loop's own thread
 instead: the hop there and back costs ~80 us of CPU (two thread wake-ups, and the
@@ -53,6 +53,8 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.sqlite3.creation import DatabaseCreation
 
+from todoweb import fences
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -77,12 +79,14 @@ async def in_database_thread(func: Callable[P, R], *args: P.args, **kwargs: P.kw
 
 
 def asgiref_uses_its_one_thread() -> bool:
-    """Whether asgiref runs thread-sensitive code on this loop in its one thread for
-    the process, as under the server: no synchronous caller waits on the loop for it
+    """Whether asgiref would run thread-sensitive code on this loop in its one thread
+    for the process, as under the server: no synchronous caller waits on the loop for it
     (a test's, through async_to_sync) and no request has a thread of its own (Django's
-    ThreadSensitiveContext)."""
+    ThreadSensitiveContext). Asked of asgiref's private executors, behind their fence:
+    without it, work goes asgiref's own way."""
     return (
-        getattr(AsyncToSync.executors, "current", None) is None
+        fences.fast("asgiref")
+        and getattr(AsyncToSync.executors, "current", None) is None
         and SyncToAsync.thread_sensitive_context.get(None) is None
         and asyncio.get_running_loop() not in AsyncToSync.loop_thread_executors
     )
@@ -165,16 +169,8 @@ def settle(future: asyncio.Future, result: Any, error: BaseException | None) -> 
         future.set_result(result)
 
 
-# The process's database thread, and asgiref's thread for thread-sensitive code
-# (installed when the app is ready: `use_database_thread`).
+# The process's database thread.
 DATABASE_THREAD = DatabaseThread()
-
-
-def use_database_thread() -> None:
-    """Make DATABASE_THREAD asgiref's one thread for thread-sensitive code, so that
-    Django's synchronous code called from async code and `in_database_thread` share
-    one thread, and with it one connection."""
-    SyncToAsync.single_thread_executor = DATABASE_THREAD
 
 
 def calls_in_flight() -> int:
@@ -249,6 +245,7 @@ def loop_may_use_database() -> bool:
     return (
         database["ENGINE"] == "django.db.backends.sqlite3"
         and not DatabaseCreation.is_in_memory_db(database["NAME"])
+        and fences.fast("loop_writes")
         and asgiref_uses_its_one_thread()
     )
 

@@ -22,8 +22,8 @@ from websockets.frames import CONT, CTRL_OPCODES, Frame
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
-from todoweb.runtime.alarms import clock
-from todoweb.runtime.long_lived import SOCKETS
+from todoweb.live.alarms import clock
+from todoweb.serve.long_lived import SOCKETS
 
 # The versions the protocols below were written and tested against: they subclass
 # uvicorn's httptools and websockets-sansio protocols, the latter still changing
@@ -86,11 +86,6 @@ class SharedDeflateFactory(ServerPerMessageDeflateFactory):
 # The extensions offered on every socket: the factory keeps nothing of a socket's, so
 # one serves them all (one each was 0.2 KB a socket for its life).
 EXTENSIONS = [SharedDeflateFactory()]
-
-
-# The ASGI extension (in a websocket's scope) by which todoweb's consumers send a frame
-# at once: {"send": WebSocketProtocol.send_now}.
-SEND_NOW = "todoweb.websocket.send_now"
 
 
 @lru_cache(maxsize=64)
@@ -207,7 +202,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
       instance dict's keys with the class's other instances, and each socket's dict
       took 1.6 KB;
     - the app may send a frame at once, written from bytes made once for all sockets
-      (`send_now`, offered in the scope's extensions as SEND_NOW): a live frame for a
+      (`send_now`, offered in the scope's extensions as live.consumers.SEND_NOW): a live frame for a
       thousand watchers costs a thousand writes, not a thousand ASGI sends, tasks and
       frame encodings;
     - open sockets are kept out of the garbage collector's full collections
@@ -259,6 +254,8 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
     def handle_connect(self, event: Any) -> None:
         super().handle_connect(event)
         if hasattr(self, "scope"):  # the app runs (the handshake was not refused first)
+            from todoweb.live.consumers import SEND_NOW  # the app is loaded by now
+
             self.scope["extensions"][SEND_NOW] = {"send": self.send_now}
 
     async def send(self, message: Any) -> None:
@@ -348,10 +345,15 @@ def untested_versions() -> dict[str, str]:
 def uvicorn_options() -> dict[str, Any]:
     """uvicorn's options for todoweb's application: todoweb's protocols on the tested
     versions (uvicorn's own on others), and none of uvicorn's proxy-header handling:
-    the application applies it to HTTP itself (runtime.handlers)."""
+    the application applies it to HTTP itself (serve.handlers). TODOWEB_FAST_PATHS=0
+    takes uvicorn's own too (todoweb.fences)."""
+    from todoweb import fences
+
     untested = untested_versions()
-    if not untested:
-        protocols = {"http": "todoweb.runtime.server:HttpProtocol", "ws": "todoweb.runtime.server:WebSocketProtocol"}
+    if not fences.enabled():
+        protocols = {"http": "httptools", "ws": "websockets-sansio"}
+    elif not untested:
+        protocols = {"http": "todoweb.serve.server:HttpProtocol", "ws": "todoweb.serve.server:WebSocketProtocol"}
     else:
         logging.getLogger(__name__).warning(
             "%s: not the versions todoweb's protocols were tested with (%s); serving with uvicorn's own "
@@ -365,7 +367,12 @@ def uvicorn_options() -> dict[str, Any]:
 
 def tuned_application() -> Any:
     """The ASGI application, in each server process, with the process tuned for it."""
-    from todoweb.asgi import application
+    from django.conf import settings
+    from django.utils.module_loading import import_string
+
+    # By the name settings give it, as Django's own servers find it: the server sits
+    # on top of the application, which never imports it.
+    application = import_string(settings.ASGI_APPLICATION)
 
     # The event loop (HTTP, websocket fan-out) and the database threads share the
     # GIL. A thread that wants it waits out the holder's switch interval (5 ms by
@@ -383,7 +390,7 @@ def tuned_application() -> Any:
 
 def serve(*, host: str, port: int, workers: int = 1, log_level: str = "info") -> None:
     uvicorn.run(
-        "todoweb.runtime.server:tuned_application",
+        "todoweb.serve.server:tuned_application",
         factory=True,
         host=host,
         port=port,
