@@ -300,7 +300,7 @@ def test_a_stored_url_no_attempt_could_send_fails_at_once_saying_why(api, stored
 def test_an_attempt_gives_way_to_writes_holding_its_own_slot_only(monkeypatch):
     """While requests use the database, the pool's thread pays for its attempt's CPU
     after it, still holding its endpoint's and project's slot (not the claimer's time)."""
-    from todoweb.runtime import database
+    from todoweb.store import database
 
     class Runner:
         def run_task(self, task) -> None:
