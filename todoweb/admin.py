@@ -214,6 +214,9 @@ class ShareLinkAdmin(admin.ModelAdmin):
 
 
 class WebhookEndpointForm(forms.ModelForm):
+    # A plain field, so that the one URL check says why an address is refused (rather
+    # than the URL field's "Enter a valid URL.").
+    url = forms.CharField(label="URL", max_length=webhook_endpoints.URL_MAX_CHARS)
     events = forms.MultipleChoiceField(
         choices=[(event, event) for event in webhook_events.EVENTS], widget=forms.CheckboxSelectMultiple
     )

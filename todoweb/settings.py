@@ -302,6 +302,9 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["d
 # Every server process delivers from a thread of its own; 0 where `manage.py
 # webhook_worker` runs apart.
 TODOWEB_WEBHOOK_WORKER = env_bool("TODOWEB_WEBHOOK_WORKER", True)
+# Attempts a process makes at once (threads of its worker): at most one per endpoint,
+# at most half of them per project.
+TODOWEB_WEBHOOK_CONCURRENCY = env_int("TODOWEB_WEBHOOK_CONCURRENCY", 8)
 # Private, loopback and link-local addresses are refused unless this is on.
 TODOWEB_WEBHOOKS_ALLOW_PRIVATE = env_bool("TODOWEB_WEBHOOKS_ALLOW_PRIVATE")
 # The board's address for the links in messages (default: the address the endpoint was made at).

@@ -4,7 +4,9 @@ delivery per endpoint, signed (verified with the standardwebhooks library); a
 receiver that is down gets every event once it is back, with the server restarted in
 between. On PostgreSQL two server processes deliver (each delivery claimed once). A
 worker process of its own (`manage.py webhook_worker`) delivers for servers that do
-not. The application served by plain uvicorn delivers too, with no setting."""
+not. The application served by plain uvicorn delivers too, with no setting. A
+dripping receiver, a silent one and a project's 20 endpoints at a black hole hold up
+no other project's delivery."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import pytest
 from standardwebhooks import Webhook
 
 from tests.servers import PY, ROOT, Server, base_env, create_token, free_port, manage
-from tests.webhook_receiver import Receiver
+from tests.webhook_receiver import BlackHole, Dripping, Receiver, Silent
 
 WITHIN = 90.0  # seconds: a deadline, generous (the machine is shared)
 PLAN = [
@@ -234,3 +236,49 @@ def test_the_application_served_by_plain_uvicorn_delivers_by_default(tmp_path: P
     finally:
         server.stop()
         receiver.stop()
+
+
+def test_no_receiver_holds_up_another_projects_delivery(database_url: str, tmp_path: Path) -> None:
+    env = base_env(DATABASE_URL=database_url, TODOWEB_WEBHOOKS_ALLOW_PRIVATE="1", TODOWEB_RATE_LIMIT="100000")
+    manage(env, "migrate")
+    tokens = {name: create_token(env, name) for name in ("crowded", "slow", "healthy")}
+    server = Server.serve(env, tmp_path / "server.log").start()
+    with BlackHole() as hole, Dripping(every=0.5, part="headers", length=1000) as dripping, Silent() as silent:
+        healthy = Receiver().start()
+        try:
+            agents = {name: Agent(server, token) for name, token in tokens.items()}
+            for n in range(20):  # a project's every endpoint at an address that never answers
+                made = agents["crowded"].post("/api/v1/webhooks", {"url": f"{hole.url}/{n}", "events": EVENTS})
+                assert made.status_code == 201, made.text
+            slow = {}
+            for receiver in (dripping, silent):
+                made = agents["slow"].post("/api/v1/webhooks", {"url": receiver.url, "events": EVENTS})
+                assert made.status_code == 201, made.text
+                slow[receiver.url] = made.json()["id"]
+            made = agents["healthy"].post("/api/v1/webhooks", {"url": healthy.url, "events": ["session.created"]})
+            assert made.status_code == 201, made.text
+            # A backlog: 100 deliveries to the black hole, 10 to the slow receivers.
+            for n in range(5):
+                agents["crowded"].call(f"c{n}", "TodoWrite", {"todos": PLAN})
+                agents["slow"].call(f"s{n}", "TodoWrite", {"todos": PLAN})
+            wait_until(lambda: dripping.connections and silent.taken, "the slow receivers' attempts under way")
+
+            waited = []
+            for n in range(3):
+                sent = time.monotonic()
+                agents["healthy"].call(f"h{n}", "TodoWrite", {"todos": PLAN})
+                wait_until(lambda n=n: len(healthy.received) > n, f"the healthy endpoint's delivery {n + 1}")
+                waited.append(healthy.received[n].at - sent)
+            assert max(waited) <= 2.0, f"event to receipt: {waited} s"
+
+            # The dripping receiver's attempt ended at its deadline, saying so.
+            def dripped() -> list[dict]:
+                log = agents["slow"].http.get(f"/api/v1/webhooks/{slow[dripping.url]}/deliveries").json()
+                return [d for d in log["deliveries"] if d["attempts"]]
+
+            (first, *_) = wait_until(dripped, "the dripping receiver's first attempt recorded")
+            assert first["error"] == "timed out: no whole answer within 5 s"
+            assert "Traceback" not in server.output()
+        finally:
+            server.stop()
+            healthy.stop()

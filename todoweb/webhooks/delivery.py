@@ -5,7 +5,8 @@ the event), or give up. An endpoint whose every delivery failed for
 TODOWEB_WEBHOOK_DISABLE_AFTER is disabled, with the reason.
 
 A write makes its deliveries without tasks; the worker queues each one's first task
-(`queue_new`), and each attempt that fails queues the next.
+when it claims it (worker.first_task; `queue_new` queues them in bulk), and each
+attempt that fails queues the next.
 
 Each delivery names the one task allowed to attempt it (`task_id`): the worker claims
 a task once (a row lock on PostgreSQL, an exclusive transaction on SQLite), and a stray
@@ -34,6 +35,8 @@ from todoweb.webhooks.compat import TaskContext, task
 logger = logging.getLogger(__name__)
 
 QUEUE = "webhooks"
+# The task's path in the queue's rows (the worker tells attempts from the idle check by it).
+DELIVER_PATH = "todoweb.webhooks.delivery.deliver"
 # What the log keeps of an answer.
 ANSWER_CHARS = 1000
 READ_BYTES = 64 * 1024
@@ -48,23 +51,36 @@ class Outcome:
     answer: str = ""
     latency_ms: int | None = None
     error: str = ""
+    # No attempt could ever succeed (the URL cannot be sent): no retry.
+    final: bool = False
 
 
 def send(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
-    """One POST; never raises."""
+    """One POST, over by network.TIMEOUT whatever the receiver does (resolving,
+    connecting, sending, the answer's headers and body all count); never raises."""
     import httpx  # with the client (network.py), on the first delivery
 
     from todoweb.webhooks import network
 
     started = time.monotonic()
+
+    def took() -> int:
+        return int((time.monotonic() - started) * 1000)
+
     try:
-        with network.client().stream("POST", url, content=body, headers=headers) as response:
+        addresses.usable(url)
+    except addresses.UnusableURL as exc:
+        return Outcome(False, error=f"cannot be delivered: {exc}"[:500], final=True)
+    try:
+        with (
+            network.deadline(network.TIMEOUT),
+            network.client().stream("POST", url, content=body, headers=headers) as response,
+        ):
             received = b""
             for chunk in response.iter_bytes():
                 received += chunk
-                if len(received) >= READ_BYTES or time.monotonic() - started > network.TIMEOUT:
+                if len(received) >= READ_BYTES:
                     break
-            latency = int((time.monotonic() - started) * 1000)
             answer = received[: ANSWER_CHARS * 4].decode("utf-8", "replace")[:ANSWER_CHARS]
             ok = 200 <= response.status_code < 300
             error = (
@@ -72,17 +88,15 @@ def send(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
                 if ok
                 else f"HTTP {response.status_code}" + (" (redirects are not followed)" if response.is_redirect else "")
             )
-            return Outcome(ok, response.status_code, answer, latency, error)
+            return Outcome(ok, response.status_code, answer, took(), error)
     except addresses.RefusedAddress as exc:
         return Outcome(False, error=f"refused: {exc}"[:500])
     except httpx.TimeoutException:
-        return Outcome(
-            False, latency_ms=int((time.monotonic() - started) * 1000), error=f"timed out after {network.TIMEOUT:g} s"
-        )
+        return Outcome(False, latency_ms=took(), error=f"timed out: no whole answer within {network.TIMEOUT:g} s")
+    except httpx.InvalidURL as exc:
+        return Outcome(False, error=f"cannot be delivered: {exc}"[:500], final=True)
     except (httpx.HTTPError, OSError, ValueError) as exc:
-        return Outcome(
-            False, latency_ms=int((time.monotonic() - started) * 1000), error=(f"{type(exc).__name__}: {exc}")[:500]
-        )
+        return Outcome(False, latency_ms=took(), error=(f"{type(exc).__name__}: {exc}")[:500])
 
 
 def retry_delay(attempts: int) -> float:
@@ -159,6 +173,7 @@ def record(delivery: WebhookDelivery, endpoint: WebhookEndpoint, outcome: Outcom
         else:
             retry = (
                 not test
+                and not outcome.final
                 and endpoint.is_enabled
                 and now - delivery.created_at < timedelta(seconds=settings.TODOWEB_WEBHOOK_RETRY_FOR)
             )

@@ -4,7 +4,6 @@ create (the secret is shown once), change, delete, enable again, send a test eve
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
 from django.db import transaction
 from django.utils import timezone
@@ -16,38 +15,22 @@ from todoweb.webhooks import addresses, enqueue, events, formats, idle, worker
 
 # Endpoints a project may have.
 MAX_ENDPOINTS = 20
-URL_MAX_CHARS = 2000
+URL_MAX_CHARS = addresses.URL_MAX_CHARS
 
 
 def check_url(url: str) -> str:
+    """The URL, stripped, or InvalidInput saying why not (addresses.check_url: the
+    same check every attempt makes, on the address as the client reads it)."""
     url = url.strip()
     try:
-        parts = urlsplit(url)
-        parts.hostname  # noqa: B018 (an unbalanced [ raises)
-    except ValueError:
-        raise InvalidInput("url: an http or https address is needed", details={"field": "url"}) from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInput("url: an http or https address is needed", details={"field": "url"})
-    if not url.isascii():
-        raise InvalidInput(
-            "url: it holds characters an address cannot (a placeholder such as … left in?): paste the endpoint's"
-            " own URL, with any other character percent-encoded",
-            details={"field": "url"},
-        )
-    if len(url) > URL_MAX_CHARS:
-        raise InvalidInput(f"url: at most {URL_MAX_CHARS} characters", details={"field": "url"})
-    if parts.username or parts.password:
-        raise InvalidInput("url: no user or password in the address", details={"field": "url"})
-    try:
-        parts.port  # noqa: B018 (a port out of range raises)
-        addresses.check_host(parts.hostname)
+        addresses.check_url(url)
     except addresses.RefusedAddress as exc:
         raise InvalidInput(
             f"url: {exc}; deliveries go to public addresses only (TODOWEB_WEBHOOKS_ALLOW_PRIVATE=1 allows others)",
             details={"field": "url"},
         ) from None
-    except ValueError:
-        raise InvalidInput("url: the port is not valid", details={"field": "url"}) from None
+    except addresses.UnusableURL as exc:
+        raise InvalidInput(f"url: {exc}", details={"field": "url"}) from None
     return url
 
 

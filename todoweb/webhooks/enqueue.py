@@ -1,8 +1,8 @@
 """The deliveries an event makes: one per endpoint that wants it, written in the
 transaction of the write that caused the event (a write that rolls back sends nothing;
 one that commits cannot lose its deliveries). The write inserts the delivery rows
-only, in one statement; the worker queues each one's task after the write (see
-delivery.queue_new), so an agent's write does not wait on the task queue.
+only, in one statement; the worker queues each one's task after the write, when it
+claims it (see worker.first_task), so an agent's write does not wait on the task queue.
 
 A project's endpoints are cached per process under the project's `webhook_version`,
 which every write reads with its token: a project that never had an endpoint costs

@@ -142,6 +142,7 @@ def recover(now: datetime) -> int:
     stale = now - STUCK_AFTER
     pending = list(
         WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING, next_attempt_at__lt=stale)
+        .exclude(task_id="")  # not queued yet: the worker queues it when there is room for it
         .order_by("next_attempt_at")
         .values_list("pk", "message_id", "task_id")[:200]
     )
