@@ -29,7 +29,7 @@ def test_it_ends_an_attempt_at_its_deadline_however_the_receiver_drips(api, monk
     # A byte every 0.1 s restarts any timeout of a single read (1 s here); the whole
     # answer would take 4 s to drip.
     monkeypatch.setattr(network, "TIMEOUT", 1.0)
-    monkeypatch.setattr(network, "_clients", threading.local())  # a client of this test
+    monkeypatch.setattr(network, "_pools", threading.local())  # connections of this test
     with Dripping(every=0.1, part=part, length=40) as dripping:
         made = add(api, dripping.url, ["session.created"])
         api.call("s1", "TodoWrite", {"todos": PLAN})
@@ -46,7 +46,7 @@ def test_it_ends_a_tls_handshake_at_the_attempts_deadline(monkeypatch):
     from todoweb.webhooks.delivery import send
 
     monkeypatch.setattr(network, "TIMEOUT", 1.0)
-    monkeypatch.setattr(network, "_clients", threading.local())
+    monkeypatch.setattr(network, "_pools", threading.local())
     with Dripping(every=0.1, part="tls", length=40) as dripping:
         outcome = send(dripping.url.replace("http:", "https:"), b"{}", {"content-type": "application/json"})
     assert outcome.error == "timed out: no whole answer within 1 s"
@@ -88,12 +88,12 @@ def test_a_tls_receiver_is_delivered_to(monkeypatch, tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"https://127.0.0.1:{server.server_address[1]}/in"
     try:
-        monkeypatch.setattr(network, "_clients", threading.local())
+        monkeypatch.setattr(network, "_pools", threading.local())
         refused = send(url, b"{}", {})  # the system's CAs do not know this certificate
         assert not refused.ok and "CERTIFICATE_VERIFY_FAILED" in refused.error
         trusting = ssl.create_default_context(cafile=str(certificate))
         monkeypatch.setattr(network, "tls_context", lambda: trusting)
-        monkeypatch.setattr(network, "_clients", threading.local())
+        monkeypatch.setattr(network, "_pools", threading.local())
         outcome = send(url, b"{}", {})
         assert (outcome.ok, outcome.status, outcome.answer) == (True, 200, "ok")
     finally:

@@ -484,18 +484,14 @@ class Silent:
         self.thread.join()
 
 
-def test_deliveries_wait_five_seconds_at_most(monkeypatch):
+def test_deliveries_wait_five_seconds_at_most():
     assert network.TIMEOUT == 5.0
-    monkeypatch.setattr(network, "_clients", threading.local())  # a client made now, not one kept
-    client = network.client()
-    timeout = client.timeout
-    assert (timeout.connect, timeout.read, timeout.write, timeout.pool) == (5.0, 5.0, 5.0, 5.0)
-    client.close()
+    assert network.timeouts() == {"connect": 5.0, "read": 5.0, "write": 5.0, "pool": 5.0}
 
 
 def test_a_receiver_that_never_answers_times_out_and_the_delivery_is_tried_again(api, monkeypatch):
     monkeypatch.setattr(network, "TIMEOUT", 0.3)
-    monkeypatch.setattr(network, "_clients", threading.local())  # this thread's client, made with it
+    monkeypatch.setattr(network, "_pools", threading.local())  # this thread's connections, made with it
     with Silent() as silent:
         made = add(api, silent.url, ["session.created"])
         api.call("s1", "TodoWrite", {"todos": PLAN})

@@ -25,11 +25,19 @@ __all__ = ["atomic_write", "busy", "run", "write"]
 
 
 @contextmanager
-def atomic_write() -> Iterator[None]:
+def atomic_write(*, exclusive: bool = False) -> Iterator[None]:
     """A write transaction. On SQLite it holds the process's write lock, so that writers
-    queue in order rather than meet in SQLite's sleep-and-retry. Inside a call written on
-    the event loop it adds no savepoint: that call's transaction holds SQLite's write lock
-    from its start and the call has a savepoint of its own, where whatever fails rolls
-    back the whole call."""
+    queue in order rather than meet in SQLite's sleep-and-retry; `exclusive` begins it
+    with SQLite's lock taken too (BEGIN EXCLUSIVE: a read that decides a write, such as
+    claiming a queued task, then sees no other process's write before its own). Inside
+    a call written on the event loop it adds no savepoint: that call's transaction holds
+    SQLite's write lock from its start and the call has a savepoint of its own, where
+    whatever fails rolls back the whole call."""
+    if exclusive:
+        from django_tasks_db.utils import exclusive_transaction
+
+        with write_lock(), exclusive_transaction():
+            yield
+        return
     with write_lock(), transaction.atomic(savepoint=not in_a_turn()):
         yield

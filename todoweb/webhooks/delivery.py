@@ -27,8 +27,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from todoweb import store
 from todoweb.models import WebhookDelivery, WebhookEndpoint
-from todoweb.store.database import write_lock
 from todoweb.webhooks import addresses, events, formats
 from todoweb.webhooks.compat import TaskContext, task
 
@@ -58,7 +58,8 @@ class Outcome:
 def send(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
     """One POST, over by network.TIMEOUT whatever the receiver does (resolving,
     connecting, sending, the answer's headers and body all count); never raises."""
-    import httpx  # with the client (network.py), on the first delivery
+    import httpcore  # with the connections (network.py), on the first delivery
+    import httpx
 
     from todoweb.webhooks import network
 
@@ -72,30 +73,27 @@ def send(url: str, body: bytes, headers: dict[str, str]) -> Outcome:
     except addresses.UnusableURL as exc:
         return Outcome(False, error=f"cannot be delivered: {exc}"[:500], final=True)
     try:
+        request = {"content": body, "headers": list(headers.items()), "extensions": {"timeout": network.timeouts()}}
         with (
             network.deadline(network.TIMEOUT),
-            network.client().stream("POST", url, content=body, headers=headers) as response,
+            network.pool().stream("POST", network.target(url), **request) as response,
         ):
             received = b""
-            for chunk in response.iter_bytes():
+            for chunk in response.iter_stream():
                 received += chunk
                 if len(received) >= READ_BYTES:
                     break
             answer = received[: ANSWER_CHARS * 4].decode("utf-8", "replace")[:ANSWER_CHARS]
-            ok = 200 <= response.status_code < 300
-            error = (
-                ""
-                if ok
-                else f"HTTP {response.status_code}" + (" (redirects are not followed)" if response.is_redirect else "")
-            )
-            return Outcome(ok, response.status_code, answer, took(), error)
+            ok = 200 <= response.status < 300
+            redirect = " (redirects are not followed)" if response.status in network.REDIRECTS else ""
+            return Outcome(ok, response.status, answer, took(), "" if ok else f"HTTP {response.status}{redirect}")
     except addresses.RefusedAddress as exc:
         return Outcome(False, error=f"refused: {exc}"[:500])
-    except httpx.TimeoutException:
+    except httpcore.TimeoutException:
         return Outcome(False, latency_ms=took(), error=f"timed out: no whole answer within {network.TIMEOUT:g} s")
-    except httpx.InvalidURL as exc:
+    except (httpx.InvalidURL, httpcore.UnsupportedProtocol) as exc:
         return Outcome(False, error=f"cannot be delivered: {exc}"[:500], final=True)
-    except (httpx.HTTPError, OSError, ValueError) as exc:
+    except (httpcore.NetworkError, httpcore.ProtocolError, OSError, ValueError) as exc:
         return Outcome(False, latency_ms=took(), error=(f"{type(exc).__name__}: {exc}")[:500])
 
 
@@ -143,7 +141,7 @@ def queue_new(limit: int) -> int:
     unqueued = list(WebhookDelivery.objects.filter(task_id="").order_by("id").values_list("pk", "message_id")[:limit])
     queued = 0
     for pk, message_id in unqueued:
-        with write_lock(), transaction.atomic():
+        with store.atomic_write():
             task = deliver.enqueue(message_id)
             if WebhookDelivery.objects.filter(pk=pk, task_id="").update(task_id=str(task.id)):
                 queued += 1
@@ -165,7 +163,7 @@ def record(delivery: WebhookDelivery, endpoint: WebhookEndpoint, outcome: Outcom
         "latency_ms": outcome.latency_ms,
         "error": outcome.error,
     }
-    with write_lock(), transaction.atomic():
+    with store.atomic_write():
         if outcome.ok:
             fields |= {"status": WebhookDelivery.Status.DELIVERED, "delivered_at": now, "next_attempt_at": None}
             if not test and endpoint.failing_since is not None:

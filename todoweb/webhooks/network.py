@@ -1,11 +1,13 @@
-"""The HTTP client deliveries use: a 5 s deadline for the whole attempt, no redirects, no proxies from the
-environment, and no connection to a private, loopback or link-local address (unless
+"""The HTTP connections deliveries use (httpcore's connection pool, with a network
+backend of todoweb's: the public way to have a say in how connections are opened): a 5 s
+deadline for the whole attempt, no redirects, no proxies from the environment, and no
+connection to a private, loopback or link-local address (unless
 TODOWEB_WEBHOOKS_ALLOW_PRIVATE=1). The check is made where the connection is opened,
 on every address the name resolves to, so a name cannot resolve to a public address
 when checked and a private one when used.
 
-Imported by the first delivery (httpx costs a process 6 MB, which a deployment with no
-endpoints need not pay)."""
+Imported by the first delivery (httpx and httpcore cost a process 6 MB, which a
+deployment with no endpoints need not pay)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ from todoweb.webhooks.addresses import RefusedAddress, refused
 
 # The whole of an attempt, from resolving the host to the answer's last byte read.
 TIMEOUT = 5.0
+# The first bytes of a response that decide a redirect.
+REDIRECTS = frozenset([301, 302, 303, 307, 308])
 
 _attempt = threading.local()
 
@@ -132,7 +136,7 @@ class GuardedBackend(httpcore.SyncBackend):
         raise error or httpcore.ConnectError(f"cannot connect to {host}")
 
 
-_clients = threading.local()
+_pools = threading.local()
 
 
 @cache
@@ -141,14 +145,22 @@ def tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def client() -> httpx.Client:
-    """This thread's client, kept: connections to an endpoint are reused between
-    deliveries (each was checked when it was opened)."""
-    kept = getattr(_clients, "client", None)
-    if kept is None or kept.is_closed:
-        transport = httpx.HTTPTransport(verify=tls_context(), trust_env=False)
-        transport._pool._network_backend = GuardedBackend()  # type: ignore[attr-defined]
-        kept = _clients.client = httpx.Client(
-            transport=transport, timeout=TIMEOUT, follow_redirects=False, trust_env=False
-        )
+def pool() -> httpcore.ConnectionPool:
+    """This thread's connection pool, kept: connections to an endpoint are reused
+    between deliveries (each was checked when it was opened). httpcore follows no
+    redirect and reads no proxy from the environment."""
+    kept = getattr(_pools, "pool", None)
+    if kept is None:
+        kept = _pools.pool = httpcore.ConnectionPool(ssl_context=tls_context(), network_backend=GuardedBackend())
     return kept
+
+
+def target(url: str) -> httpcore.URL:
+    """The address as httpx reads it (IDNA, the checks of addresses.py), for httpcore."""
+    parsed = httpx.URL(url)
+    return httpcore.URL(scheme=parsed.raw_scheme, host=parsed.raw_host, port=parsed.port, target=parsed.raw_path)
+
+
+def timeouts() -> dict[str, float]:
+    """Each wait's own limit (the attempt's deadline bounds them all together)."""
+    return {"connect": TIMEOUT, "read": TIMEOUT, "write": TIMEOUT, "pool": TIMEOUT}

@@ -47,8 +47,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.crypto import get_random_string
 
+from todoweb import store
 from todoweb.logs import ThrottledLogger
-from todoweb.store.database import calls_in_flight, write_lock
 
 if TYPE_CHECKING:
     from django_tasks_db.management.commands.db_worker import Worker
@@ -88,7 +88,7 @@ class Turns:
 
     @contextmanager
     def turn(self) -> Iterator[None]:
-        if calls_in_flight():
+        if store.busy():
             # One sleep, not a poll: each wake-up takes the GIL from the writers.
             time.sleep(give_way(self.spent))
         started = time.thread_time()
@@ -204,9 +204,7 @@ class Pool:
     def locked(worker_id: str, find: Callable[[], DBTaskResult | None]) -> Job | None:
         """The task `find` returns, claimed in a transaction of its own (None: another
         worker took it meanwhile)."""
-        from django_tasks_db.utils import exclusive_transaction
-
-        with write_lock(), exclusive_transaction():
+        with store.atomic_write(exclusive=True):
             task = find()
             if task is None:
                 return None
@@ -231,7 +229,7 @@ class Pool:
             logger.exception("A webhook attempt failed; the worker goes on")
         finally:
             close_old_connections()
-            if calls_in_flight():
+            if store.busy():
                 # The attempt's CPU is paid for here, holding its own endpoint's and
                 # project's slot: a busy endpoint's pauses hold up no other endpoint.
                 time.sleep(give_way(time.thread_time() - started))
