@@ -179,3 +179,73 @@ def test_a_database_round_trips_through_dumpdata_and_loaddata(token, tmp_path, f
         assert to_the_millisecond(as_rows("s1")) == to_the_millisecond(rows)
     else:
         assert as_rows("s1") == rows
+
+
+@pytest.fixture
+def other_api(db):
+    from tests.conftest import Api
+    from todoweb.writes.tokens import token_create
+
+    _, raw, _ = token_create(project_slug="other")
+    return Api(raw)
+
+
+def get_steps(api, query: str = "") -> Any:
+    return api.client.get(f"/api/v1/steps{query}", headers=api.headers)
+
+
+def test_the_steps_list_answers_the_project_s_current_steps_across_sessions(api, read_api, other_api):
+    write(api, "s1", PLAN)
+    write(api, "s2", [{"content": "Deploy 部署", "status": "in_progress", "activeForm": "Deploying"}])
+    other_api.call(
+        "theirs", "TodoWrite", {"todos": [{"content": "Secret", "status": "in_progress", "activeForm": "x"}]}
+    )
+    answer = get_steps(read_api, "?status=in_progress")
+    assert answer.status_code == 200
+    body = answer.json()
+    assert {(step["session"]["key"], step["content"]) for step in body["steps"]} == {
+        ("s1", "修复 the bug 🐛"),
+        ("s2", "Deploy 部署"),
+    }
+    (one,) = [step for step in body["steps"] if step["session"]["key"] == "s1"]
+    data = api.client.get("/api/v1/sessions/s1", headers=api.headers).json()
+    assert {name: value for name, value in one.items() if name != "session"} == data["todos"][1]
+    assert one["session"]["state"] == "active" and body["next_cursor"] is None
+    both = get_steps(read_api, "?status=completed&status=pending").json()["steps"]
+    assert sorted(step["status"] for step in both) == ["completed", "pending"]
+    found = get_steps(read_api, "?q=WRITING").json()["steps"]  # the active form, any case
+    assert [step["content"] for step in found] == ["Write the tests"]
+
+
+def test_the_steps_list_pages_newest_change_first_and_filters_by_time(api):
+    for n in range(5):
+        write(api, f"s{n}", [{"content": f"Step {n}", "status": "pending", "activeForm": "x"}])
+    first = get_steps(api, "?limit=2").json()
+    assert [step["content"] for step in first["steps"]] == ["Step 4", "Step 3"]
+    rest = get_steps(api, f"?limit=10&cursor={first['next_cursor']}").json()
+    assert [step["content"] for step in rest["steps"]] == ["Step 2", "Step 1", "Step 0"]
+    since = Step.objects.get(content="Step 3").updated_at.isoformat().replace("+00:00", "Z")
+    recent = get_steps(api, f"?since={since}").json()["steps"]
+    assert [step["content"] for step in recent] == ["Step 4", "Step 3"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?status=done",
+        "?limit=501",
+        "?limit=0",
+        "?cursor=nonsense",
+        "?q=%00",
+        "?since=yesterday",
+        "?since=2026-01-01T10:00",
+    ],
+)
+def test_the_steps_list_refuses_what_it_cannot_read(api, query):
+    answer = get_steps(api, query)
+    assert answer.status_code == 422, answer.content
+    assert answer.json()["ok"] is False
+
+
+def test_the_steps_list_needs_a_token(client):
+    assert client.get("/api/v1/steps").status_code == 401

@@ -292,9 +292,11 @@ class Step(models.Model):
     position = models.PositiveIntegerField()
     content = models.TextField()
     active_form = models.TextField(blank=True)
+    notes = models.TextField(blank=True)
     status = models.CharField(max_length=11)
     priority = models.CharField(max_length=6, blank=True)
     owner = models.CharField(max_length=200, blank=True)
+    blocked_by = models.JSONField(default=list, blank=True)  # ids of the steps it waits for
     first_seen_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)

@@ -13,14 +13,16 @@ from typing import Any
 from todoweb.models import Step
 from todoweb.store import sql
 
-# The stored step's fields a row holds (the rest, notes and blocked_by, stay in the revision).
+# The stored step's fields a row holds: all of them.
 COLUMNS = (
     "position",
     "content",
     "active_form",
+    "notes",
     "status",
     "priority",
     "owner",
+    "blocked_by",
     "first_seen_at",
     "started_at",
     "completed_at",
@@ -63,9 +65,11 @@ def row(session_id: int, step: dict[str, Any], at: datetime) -> dict[str, Any]:
         "position": step["position"],
         "content": step["content"],
         "active_form": step.get("active_form") or "",
+        "notes": step.get("notes") or "",
         "status": step["status"],
         "priority": step.get("priority") or "",
         "owner": step.get("owner") or "",
+        "blocked_by": step.get("blocked_by") or [],
         "first_seen_at": moment(step["first_seen_at"]),
         "started_at": moment(step.get("started_at")),
         "completed_at": moment(step.get("completed_at")),
