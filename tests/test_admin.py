@@ -267,3 +267,29 @@ def test_the_enable_action_turns_disabled_endpoints_on_afresh(staff_client, api,
     assert Project.objects.get().webhook_version == version + 1
     api.call("on", "TodoWrite", {"todos": done})
     assert list(WebhookDelivery.objects.values_list("endpoint_id", "event")) == [(endpoint.pk, "session.completed")]
+
+
+def test_it_lists_every_session_s_steps_filtered_and_searched(staff_client, api):
+    todos = [
+        {"content": "Migrate the <script>db</script>", "status": "in_progress", "activeForm": "Migrating"},
+        {"content": "Write docs", "status": "pending", "activeForm": "Writing"},
+    ]
+    api.call("busy", "TodoWrite", {"todos": todos})
+    api.call("other", "TodoWrite", {"todos": [{"content": "Migrate logs", "status": "completed", "activeForm": "x"}]})
+    page = staff_client.get("/admin/todoweb/step/?status__exact=in_progress").content.decode()
+    assert "Migrate the &lt;script&gt;db&lt;/script&gt;" in page and "<script>db" not in page
+    assert "Write docs" not in page and "Migrate logs" not in page
+    found = staff_client.get("/admin/todoweb/step/?q=migrate").content.decode()
+    assert "Migrate logs" in found and "Write docs" not in found
+    assert staff_client.get("/admin/todoweb/step/add/").status_code == 403
+
+
+def test_a_session_page_shows_its_steps_and_a_revision_its_values_as_json(staff_client, api):
+    api.call("s1", "TodoWrite", {"todos": [{"content": "修复 <b>it</b>", "status": "pending", "activeForm": "x"}]})
+    session = Session.objects.get()
+    page = staff_client.get(f"/admin/todoweb/session/{session.pk}/change/").content.decode()
+    assert "修复 &lt;b&gt;it&lt;/b&gt;" in page
+    revision = session.revisions.get()
+    shown = staff_client.get(f"/admin/todoweb/revision/{revision.pk}/change/").content.decode()
+    assert "&quot;content&quot;: &quot;修复 &lt;b&gt;it&lt;/b&gt;&quot;" in shown  # JSON, escaped
+    assert "{&#x27;content&#x27;" not in shown  # not a Python dict's repr

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 
 from todoweb.calls.errors import InvalidInput
-from todoweb.models import ApiToken, Membership, Project, Revision, Session, ShareLink, WebhookDelivery, WebhookEndpoint
+from todoweb.models import (
+    ApiToken,
+    Membership,
+    Project,
+    Revision,
+    Session,
+    ShareLink,
+    Step,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 from todoweb.reads import state_filter
 from todoweb.webhooks import endpoints as webhook_endpoints
 from todoweb.webhooks import events as webhook_events
@@ -89,6 +101,34 @@ class StateFilter(admin.SimpleListFilter):
         return queryset.filter(state_filter(self.value(), timezone.now()))
 
 
+class StepInline(admin.TabularInline):
+    """The session's current steps, read-only (the rows its last revision left)."""
+
+    model = Step
+    fields = [
+        "step_id",
+        "content",
+        "status",
+        "active_form",
+        "owner",
+        "started_at",
+        "completed_at",
+        "duration_s",
+        "reopened",
+    ]
+    readonly_fields = fields
+    ordering = ["position"]
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
     list_display = ["__str__", "key", "project", "dialect", "state_badge", "progress_text", "revision", "updated_at"]
@@ -117,9 +157,9 @@ class SessionAdmin(admin.ModelAdmin):
         "closed_at",
         "archived_at",
         "revisions_link",
-        "steps_table",
     ]
     fields = ["title", *readonly_fields]
+    inlines = [StepInline]
     actions = ["close", "archive"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -141,22 +181,6 @@ class SessionAdmin(admin.ModelAdmin):
         url = reverse("admin:todoweb_revision_changelist") + f"?session__id__exact={session.pk}"
         return format_html('<a href="{}">{} revision(s)</a>', url, session.revision)
 
-    @admin.display(description="steps")
-    def steps_table(self, session: Session) -> str:
-        """The current steps, read-only (agent text, escaped by format_html)."""
-        columns = ["id", "content", "status", "active_form", "started_at", "completed_at", "reopened"]
-        head = format_html_join("", "<th>{}</th>", ((column.replace("_", " "),) for column in columns))
-        todos = session.current.todos if session.current else []
-        rows = format_html_join(
-            "",
-            "<tr>{}</tr>",
-            (
-                (format_html_join("", "<td>{}</td>", (("" if step[c] is None else step[c],) for c in columns)),)
-                for step in todos
-            ),
-        )
-        return format_html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>", head, rows)
-
     def save_model(self, request: HttpRequest, obj: Session, form, change: bool) -> None:
         # Only the title is editable; saving the whole row could write back a
         # revision counter that a concurrent tool call has moved on.
@@ -177,6 +201,37 @@ class SessionAdmin(admin.ModelAdmin):
         self.message_user(request, f"Archived {len(sessions)} session(s).")
 
 
+@admin.register(Step)
+class StepAdmin(admin.ModelAdmin):
+    """Every session's current steps: what agents are doing across the fleet."""
+
+    list_display = ["content", "status", "session", "project", "started_at", "completed_at", "duration_s", "updated_at"]
+    list_filter = ["status", "session__project", "session__dialect"]
+    search_fields = ["content", "active_form", "session__key", "session__title"]
+    list_select_related = ["session__project"]
+    date_hierarchy = "updated_at"
+
+    @admin.display(description="project", ordering="session__project__slug")
+    def project(self, step: Step) -> str:
+        return step.session.project.slug
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return [f.name for f in Step._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # steps are written by their sessions' revisions
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+# A revision's JSON values, shown as JSON (indented), not as Python's reprs.
+JSON_VALUES = ("todos", "raw_input", "response", "changes", "dropped", "dropped_here", "warnings")
+
+
 @admin.register(Revision)
 class RevisionAdmin(admin.ModelAdmin):
     list_display = ["session", "number", "author", "tool", "dialect", "call_id", "created_at"]
@@ -185,7 +240,10 @@ class RevisionAdmin(admin.ModelAdmin):
     list_select_related = ["session"]
 
     def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
-        return [f.name for f in Revision._meta.fields]
+        return [f"{f.name}_json" if f.name in JSON_VALUES else f.name for f in Revision._meta.fields]
+
+    def get_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return self.get_readonly_fields(request, obj)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -195,6 +253,20 @@ class RevisionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
+
+
+def json_display(name: str):  # noqa: ANN201
+    """A read-only field showing a revision's JSON value `name` as indented JSON (escaped)."""
+
+    @admin.display(description=name.replace("_", " "))
+    def shown(admin: RevisionAdmin, revision: Revision) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(getattr(revision, name), ensure_ascii=False, indent=2))
+
+    return shown
+
+
+for _name in JSON_VALUES:
+    setattr(RevisionAdmin, f"{_name}_json", json_display(_name))
 
 
 @admin.register(ShareLink)

@@ -87,6 +87,10 @@ class CompressedJSONField(models.BinaryField):
         return self.decode(decompress(bytes(value)))
 
     def to_python(self, value: Any) -> Any:
+        # Django's deserializers (loaddata) hand over the text value_to_string wrote
+        # (dumpdata): JSON, read back into the value. Nothing else gives this field text.
+        if isinstance(value, str):
+            return json.loads(value)
         return value
 
     def get_prep_value(self, value: Any) -> Any:

@@ -281,6 +281,42 @@ class Revision(models.Model):
         return f"{self.session} r{self.number}"
 
 
+class Step(models.Model):
+    """One step of a session's current plan, as a row: what SQL and BI tools query
+    (the revisions keep the history, compressed). Written in the transaction of the
+    revision that made the plan, only the steps it changed (store/steps.py): after any
+    write, a session's rows are its last revision's list."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="steps", db_index=False)
+    step_id = models.CharField(max_length=200)  # the step's id in the plan (the caller's, or the server's "1", "2", …)
+    position = models.PositiveIntegerField()
+    content = models.TextField()
+    active_form = models.TextField(blank=True)
+    notes = models.TextField(blank=True)
+    status = models.CharField(max_length=11)
+    priority = models.CharField(max_length=6, blank=True)
+    owner = models.CharField(max_length=200, blank=True)
+    blocked_by = models.JSONField(default=list, blank=True)  # ids of the steps it waits for
+    first_seen_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    reopened = models.PositiveIntegerField(default=0)
+    # The time of the revision that last changed this row.
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["session", "position"]
+        constraints = [models.UniqueConstraint(fields=["session", "step_id"], name="step_id_unique_in_session")]
+        indexes = [
+            models.Index(fields=["status", "-updated_at"], name="step_status_updated"),
+            models.Index(fields=["-updated_at"], name="step_updated"),
+        ]
+
+    def __str__(self) -> str:
+        return self.content[:80]
+
+
 class Message(models.Model):
     """What a person told the agent: an edit of the plan (its revision, and the note
     that came with it) or a note alone. Told to the agent once, on its next call by

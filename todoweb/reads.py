@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from todoweb import plan
 from todoweb.dialects import kimi
-from todoweb.models import Membership, Message, Project, Question, Revision, Session
+from todoweb.models import Membership, Message, Project, Question, Revision, Session, Step
 from todoweb.plan.steps import FINISHED
 
 
@@ -293,3 +293,23 @@ def dashboard_dialects(user) -> list[str]:
     """The dialects the user's sessions were written in, for the dashboard's filter."""
     dialects = visible_sessions(user).exclude(dialect="").order_by("dialect").values_list("dialect", flat=True)
     return list(dialects.distinct())
+
+
+def step_data(step: Step) -> dict[str, Any]:
+    """A step row in the data shape's form (as in a revision's `todos`)."""
+    return {
+        "id": step.step_id,
+        "content": step.content,
+        "active_form": step.active_form or None,
+        "notes": step.notes or None,
+        "status": step.status,
+        "priority": step.priority or None,
+        "owner": step.owner or None,
+        "blocked_by": step.blocked_by,
+        "position": step.position,
+        "first_seen_at": plan.iso(step.first_seen_at),
+        "started_at": plan.iso(step.started_at),
+        "completed_at": plan.iso(step.completed_at),
+        "duration_s": step.duration_s,
+        "reopened": step.reopened,
+    }

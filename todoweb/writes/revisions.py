@@ -30,7 +30,7 @@ from todoweb.live import events
 from todoweb.models import Revision, Session
 from todoweb.plan.steps import FINISHED, WORKING, Item, Warning
 from todoweb.reads import plan_data, session_summary
-from todoweb.store import sql
+from todoweb.store import sql, steps
 from todoweb.store.sql import SessionRow
 from todoweb.webhooks import enqueue as webhooks
 
@@ -176,8 +176,9 @@ def append(new: NewRevision) -> events.Frames:
         changes=new.result.changes,
     )
     summary = session_summary(session, now=revision.created_at)
+    gone, come = steps.changed_steps(new.row.current.todos if new.row.current else [], revision.todos)
     updates_on_postgresql = session.pk is not None and connection.vendor == "postgresql"
-    if updates_on_postgresql and not hooks:
+    if updates_on_postgresql and not hooks and not gone and not come:
         # One statement, atomic without a transaction: one round trip.
         if not sql.advance_and_insert(session, new.changed, revision, new.told):
             raise Conflict()
@@ -185,7 +186,9 @@ def append(new: NewRevision) -> events.Frames:
         with transaction.atomic():
             if not sql.advance_and_insert(session, new.changed, revision, new.told):
                 raise Conflict()
-            webhooks.enqueue_revision(project, session, revision, new.result.changes, hooks, summary)
+            steps.write_steps(session.pk, gone, come, revision.created_at)
+            if hooks:
+                webhooks.enqueue_revision(project, session, revision, new.result.changes, hooks, summary)
     else:
         with store.atomic_write():
             parent = session.parent
@@ -198,6 +201,7 @@ def append(new: NewRevision) -> events.Frames:
                 raise Conflict()
             revision.session = session
             sql.insert(revision)
+            steps.write_steps(session.pk, gone, come, revision.created_at)
             if hooks:
                 webhooks.enqueue_revision(project, session, revision, new.result.changes, hooks, summary)
     new.row.current = revision

@@ -68,11 +68,23 @@ api = TodowebAPI(
 )
 
 
-from todoweb.web.api import agent, hooks, live, people, questions, sessions, share, tools, webhooks  # noqa: E402
+from todoweb.web.api import (  # noqa: E402
+    agent,
+    hooks,
+    live,
+    people,
+    questions,
+    sessions,
+    share,
+    steps,
+    tools,
+    webhooks,
+)
 
 api.add_router("", tools.router)
 api.add_router("", hooks.router)
 api.add_router("", sessions.router)
+api.add_router("", steps.router)
 api.add_router("", agent.router)
 api.add_router("", share.router)
 api.add_router("", people.router)

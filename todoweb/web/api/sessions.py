@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from django.db.models import Q
@@ -12,16 +10,15 @@ from django.utils import timezone
 from ninja import Field, Query, Router, Schema
 from pydantic import BaseModel, ConfigDict
 
-from todoweb.calls.errors import InvalidInput, NotFound
+from todoweb.calls.errors import NotFound
 from todoweb.models import MAX_REVISION, Revision, Session
 from todoweb.reads import current_data, dropped_ledger, revision_data, session_summary, state_filter
+from todoweb.web.api.cursors import decode_cursor, encode_cursor
 from todoweb.web.api.lookups import get_session
 from todoweb.web.auth import require_write
 from todoweb.writes.people import session_archive, session_change
 
 router = Router(tags=["sessions"])
-
-MAX_BIGINT = 2**63 - 1
 
 
 class SessionsQuery(Schema):
@@ -49,25 +46,8 @@ def list_sessions(request: HttpRequest, query: Query[SessionsQuery]) -> dict[str
     now = timezone.now()
     return {
         "sessions": [session_summary(s, now=now) for s in page],
-        "next_cursor": encode_cursor(page[-1]) if more else None,
+        "next_cursor": encode_cursor(page[-1].updated_at, page[-1].pk) if more else None,
     }
-
-
-def encode_cursor(session: Session) -> str:
-    return base64.urlsafe_b64encode(f"{session.updated_at.isoformat()}|{session.pk}".encode()).decode()
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, int]:
-    """The position a `next_cursor` names; anything else is a 422, never a 500."""
-    try:
-        updated_at, pk = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
-        moment = datetime.fromisoformat(updated_at)
-        if moment.tzinfo is None or not 0 < int(pk) <= MAX_BIGINT:
-            raise ValueError(cursor)
-        # Normalising here, not in the query, keeps out-of-range offsets a 422.
-        return moment.astimezone(UTC), int(pk)
-    except (ValueError, UnicodeDecodeError, OverflowError):
-        raise InvalidInput("Invalid cursor: pass back the next_cursor of a previous page") from None
 
 
 @router.get("/sessions/{session_key}", summary="A session's current plan (TodoRead for any dialect)")
