@@ -176,6 +176,13 @@ def read_api(read_token) -> Api:
 
 
 @pytest.fixture
+def other_api(db) -> Api:
+    """A write token of another project."""
+    _, raw, _ = token_create(project_slug="other")
+    return Api(raw)
+
+
+@pytest.fixture
 async def agents_client() -> AsyncIterator[httpx.AsyncClient]:
     """The agents' routes (the tool endpoint, the hooks) as the server runs them, on
     this test's event loop."""

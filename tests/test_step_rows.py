@@ -181,15 +181,6 @@ def test_a_database_round_trips_through_dumpdata_and_loaddata(token, tmp_path, f
         assert as_rows("s1") == rows
 
 
-@pytest.fixture
-def other_api(db):
-    from tests.conftest import Api
-    from todoweb.writes.tokens import token_create
-
-    _, raw, _ = token_create(project_slug="other")
-    return Api(raw)
-
-
 def get_steps(api, query: str = "") -> Any:
     return api.client.get(f"/api/v1/steps{query}", headers=api.headers)
 

@@ -8,7 +8,7 @@ from django.views.generic import RedirectView
 from todoweb.web import health, otlp, protected_resource
 from todoweb.web.api import api
 from todoweb.web.board import actions as board_actions
-from todoweb.web.board import team, views
+from todoweb.web.board import exports, team, views
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -27,6 +27,9 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("", views.dashboard, name="dashboard"),
     path("team/", include(team)),
+    path("export/steps.csv", exports.steps_csv, name="export-steps-csv"),
+    path("export/steps.jsonl", exports.steps_jsonl, name="export-steps-jsonl"),
+    path("export/sessions.csv", exports.sessions_csv, name="export-sessions-csv"),
     path("s/<str:public_id>/", views.session_panel, name="session"),
     path("s/<str:public_id>/revisions/<int:number>.json", views.revision_json, name="session-revision"),
     path("s/<str:public_id>/history.json", views.history_json, name="session-history"),

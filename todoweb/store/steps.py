@@ -8,27 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from todoweb.models import Step
-from todoweb.store import sql
+import orjson
 
-# The stored step's fields a row holds: all of them.
-COLUMNS = (
-    "position",
-    "content",
-    "active_form",
-    "notes",
-    "status",
-    "priority",
-    "owner",
-    "blocked_by",
-    "first_seen_at",
-    "started_at",
-    "completed_at",
-    "duration_s",
-    "reopened",
-)
+from todoweb import plan
+from todoweb.store import sql
 
 
 def changed_steps(
@@ -42,7 +28,7 @@ def changed_steps(
         previous = old.pop(step["id"], None)
         if previous is None:
             come.append(step)
-        elif any(previous.get(name) != step.get(name) for name in COLUMNS):
+        elif previous != step:  # a row holds every field of a stored step
             gone.append(step["id"])
             come.append(step)
     gone.extend(old)
@@ -55,29 +41,64 @@ def write_steps(session_id: int, gone: Sequence[str], come: Sequence[dict[str, A
         marks = ", ".join(["%s"] * len(gone))
         sql.execute(f"DELETE FROM todoweb_step WHERE session_id = %s AND step_id IN ({marks})", [session_id, *gone])
     if come:
-        sql.insert_rows(Step, [row(session_id, step, at) for step in come])
+        sqlite = sql.this_thread_connection().vendor == "sqlite"
+        time = sqlite_time if sqlite else postgresql_time
+        updated_at = time(plan.utc_text(at))
+        values: list[Any] = []
+        for step in come:
+            values += [
+                session_id,
+                step["id"],
+                step["position"],
+                step["content"],
+                step.get("active_form") or "",
+                step.get("notes") or "",
+                step["status"],
+                step.get("priority") or "",
+                step.get("owner") or "",
+                orjson.dumps(step.get("blocked_by") or []).decode(),
+                time(step["first_seen_at"]),
+                time(step.get("started_at")),
+                time(step.get("completed_at")),
+                step.get("duration_s"),
+                step.get("reopened") or 0,
+                updated_at,
+            ]
+        sql.execute(insert_statement(len(come)), values)
 
 
-def row(session_id: int, step: dict[str, Any], at: datetime) -> dict[str, Any]:
-    return {
-        "session_id": session_id,
-        "step_id": step["id"],
-        "position": step["position"],
-        "content": step["content"],
-        "active_form": step.get("active_form") or "",
-        "notes": step.get("notes") or "",
-        "status": step["status"],
-        "priority": step.get("priority") or "",
-        "owner": step.get("owner") or "",
-        "blocked_by": step.get("blocked_by") or [],
-        "first_seen_at": moment(step["first_seen_at"]),
-        "started_at": moment(step.get("started_at")),
-        "completed_at": moment(step.get("completed_at")),
-        "duration_s": step.get("duration_s"),
-        "reopened": step.get("reopened") or 0,
-        "updated_at": at,
-    }
+# The columns a step's row is written with, in the order of `write_steps`' values.
+COLUMNS = (
+    "session_id",
+    "step_id",
+    "position",
+    "content",
+    "active_form",
+    "notes",
+    "status",
+    "priority",
+    "owner",
+    "blocked_by",
+    "first_seen_at",
+    "started_at",
+    "completed_at",
+    "duration_s",
+    "reopened",
+    "updated_at",
+)
 
 
-def moment(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text) if text else None
+@cache
+def insert_statement(rows: int) -> str:
+    row = "(" + ", ".join(["%s"] * len(COLUMNS)) + ")"
+    return f"INSERT INTO todoweb_step ({', '.join(COLUMNS)}) VALUES {', '.join([row] * rows)}"
+
+
+def sqlite_time(text: str | None) -> str | None:
+    """A stored step's time ("…T…Z", UTC) as Django keeps a time in SQLite ("… …", UTC)."""
+    return text[:-1].replace("T", " ") if text else None
+
+
+def postgresql_time(text: str | None) -> str | None:
+    """PostgreSQL reads the stored step's ISO 8601 text as it is."""
+    return text

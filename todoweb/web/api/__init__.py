@@ -70,6 +70,7 @@ api = TodowebAPI(
 
 from todoweb.web.api import (  # noqa: E402
     agent,
+    export,
     hooks,
     live,
     people,
@@ -85,6 +86,7 @@ api.add_router("", tools.router)
 api.add_router("", hooks.router)
 api.add_router("", sessions.router)
 api.add_router("", steps.router)
+api.add_router("", export.router)
 api.add_router("", agent.router)
 api.add_router("", share.router)
 api.add_router("", people.router)
