@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from todoweb.calls.errors import NotFound
 from todoweb.models import MAX_REVISION, Revision, Session
 from todoweb.reads import current_data, dropped_ledger, revision_data, session_summary, state_filter
-from todoweb.web.api.cursors import decode_cursor, encode_cursor
+from todoweb.web.api.cursors import newest_first
 from todoweb.web.api.lookups import get_session
 from todoweb.web.auth import require_write
 from todoweb.writes.people import session_archive, session_change
@@ -37,17 +37,9 @@ def list_sessions(request: HttpRequest, query: Query[SessionsQuery]) -> dict[str
         sessions = sessions.filter(state_filter(query.state, timezone.now()))
     if query.q:
         sessions = sessions.filter(Q(title__icontains=query.q) | Q(key__icontains=query.q))
-    if query.cursor:
-        updated_at, pk = decode_cursor(query.cursor)
-        sessions = sessions.filter(Q(updated_at__lt=updated_at) | Q(updated_at=updated_at, pk__lt=pk))
-    page = list(sessions.order_by("-updated_at", "-pk")[: query.limit + 1])
-    more = len(page) > query.limit
-    page = page[: query.limit]
+    page, next_cursor = newest_first(sessions, query.cursor, query.limit)
     now = timezone.now()
-    return {
-        "sessions": [session_summary(s, now=now) for s in page],
-        "next_cursor": encode_cursor(page[-1].updated_at, page[-1].pk) if more else None,
-    }
+    return {"sessions": [session_summary(s, now=now) for s in page], "next_cursor": next_cursor}
 
 
 @router.get("/sessions/{session_key}", summary="A session's current plan (TodoRead for any dialect)")

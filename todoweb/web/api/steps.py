@@ -13,7 +13,7 @@ from ninja import Field, Query, Router, Schema
 from todoweb.calls.errors import InvalidInput
 from todoweb.models import Step
 from todoweb.reads import session_summary, step_data
-from todoweb.web.api.cursors import decode_cursor, encode_cursor
+from todoweb.web.api.cursors import newest_first
 
 router = Router(tags=["steps"])
 
@@ -44,12 +44,7 @@ def list_steps(request: HttpRequest, query: Query[StepsQuery]) -> dict[str, Any]
         steps = steps.filter(Q(content__icontains=query.q) | Q(active_form__icontains=query.q))
     if query.since is not None:
         steps = steps.filter(updated_at__gte=moment(query.since, "since"))
-    if query.cursor:
-        updated_at, pk = decode_cursor(query.cursor)
-        steps = steps.filter(Q(updated_at__lt=updated_at) | Q(updated_at=updated_at, pk__lt=pk))
-    page = list(steps.order_by("-updated_at", "-pk")[: query.limit + 1])
-    more = len(page) > query.limit
-    page = page[: query.limit]
+    page, next_cursor = newest_first(steps, query.cursor, query.limit)
     now = timezone.now()
     summaries: dict[int, dict[str, Any]] = {}
     items = []
@@ -57,7 +52,7 @@ def list_steps(request: HttpRequest, query: Query[StepsQuery]) -> dict[str, Any]
         if step.session_id not in summaries:
             summaries[step.session_id] = session_summary(step.session, now=now)
         items.append(step_data(step) | {"session": summaries[step.session_id]})
-    return {"steps": items, "next_cursor": encode_cursor(page[-1].updated_at, page[-1].pk) if more else None}
+    return {"steps": items, "next_cursor": next_cursor}
 
 
 def moment(text: str, name: str) -> datetime:
