@@ -76,16 +76,19 @@ def test_it_exports_what_changed_between_two_times(api, written):
     ]
 
 
-def test_it_exports_every_page_in_order(api, project, monkeypatch):
+def test_it_exports_every_page_in_order(api, monkeypatch):
     from todoweb.web.api import export
 
+    monkeypatch.setattr(export, "SESSIONS_PER_PAGE", 2)
     monkeypatch.setattr(export, "PAGE", 2)
-    project.max_items = 500
-    project.save()
-    todos = [{"content": f"Step {n}", "status": "pending", "activeForm": "x"} for n in range(7)]
-    assert api.call("big", "TodoWrite", {"todos": todos}).status_code == 200
+    for s in range(5):
+        todos = [{"content": f"Step {s}.{n}", "status": "pending", "activeForm": "x"} for n in range(3)]
+        assert api.call(f"s{s}", "TodoWrite", {"todos": todos}).status_code == 200
     _, body = get(api, "/api/v1/export/steps.jsonl")
-    assert [json.loads(line)["content"] for line in body.decode().splitlines()] == [f"Step {n}" for n in range(7)]
+    contents = [json.loads(line)["content"] for line in body.decode().splitlines()]
+    assert contents == [f"Step {s}.{n}" for s in range(5) for n in range(3)]
+    _, sessions = get(api, "/api/v1/export/sessions.csv")
+    assert [row["key"] for row in csv.DictReader(io.StringIO(sessions.decode()))] == [f"s{s}" for s in range(5)]
 
 
 @pytest.mark.parametrize("path", ["steps.csv", "steps.jsonl", "sessions.csv"])

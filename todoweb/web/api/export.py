@@ -30,6 +30,11 @@ from todoweb.web.auth import token_auth
 router = Router(tags=["export"])
 
 PAGE = 2000
+# Steps are read for up to this many sessions at a time (and about PAGE steps), in
+# session and plan order: by the index of a session's steps, with no sort of the whole
+# table per page (paging the steps by their own id sorted every remaining row on each
+# page: 2,000 rows a second).
+SESSIONS_PER_PAGE = 200
 
 STEP_COLUMNS = [
     "session_key",
@@ -120,13 +125,13 @@ async def sessions_csv(request: HttpRequest, query: Query[Period]) -> StreamingH
 
 
 def steps_csv_download(projects: list[int], period: dict[str, datetime]) -> StreamingHttpResponse:
-    rows = pages(lambda after: step_page(projects, period, after))
+    rows = step_rows(projects, period)
     csv_rows = as_csv(STEP_COLUMNS, (step_row(step) async for step in rows))
     return download(csv_rows, "steps.csv", "text/csv; charset=utf-8")
 
 
 def steps_jsonl_download(projects: list[int], period: dict[str, datetime]) -> StreamingHttpResponse:
-    rows = pages(lambda after: step_page(projects, period, after))
+    rows = step_rows(projects, period)
     lines = (orjson.dumps(step_json(step)) + b"\n" async for step in rows)
     return download(batched_bytes(lines), "steps.jsonl", "application/jsonl; charset=utf-8")
 
@@ -138,11 +143,30 @@ def sessions_csv_download(projects: list[int], period: dict[str, datetime]) -> S
     return download(csv_rows, "sessions.csv", "text/csv; charset=utf-8")
 
 
-def step_page(projects: list[int], period: dict[str, datetime], after: int) -> list[Step]:
-    steps = Step.objects.filter(
-        session__project_id__in=projects, session__archived_at__isnull=True, pk__gt=after, **period
-    )
-    return list(steps.select_related("session").order_by("pk")[:PAGE])
+async def step_rows(projects: list[int], period: dict[str, datetime]) -> AsyncIterator[Step]:
+    """Every step of these projects' sessions, a page of sessions at a time from the database thread."""
+    after: int | None = 0
+    while after is not None:
+        steps, after = await run(step_page, projects, period, after)
+        for step in steps:
+            yield step
+
+
+def step_page(projects: list[int], period: dict[str, datetime], after: int) -> tuple[list[Step], int | None]:
+    """The steps of the sessions after session `after` (about PAGE steps, of one session
+    at least), and the last of those sessions (None: there are no more)."""
+    sessions = Session.objects.filter(project_id__in=projects, archived_at__isnull=True, pk__gt=after)
+    ids: list[int] = []
+    count = 0
+    for pk, total in sessions.order_by("pk").values_list("pk", "total_steps")[:SESSIONS_PER_PAGE]:
+        if ids and count + total > PAGE:
+            break
+        ids.append(pk)
+        count += total
+    if not ids:
+        return [], None
+    steps = Step.objects.filter(session_id__in=ids, **period).select_related("session")
+    return list(steps.order_by("session_id", "position")), ids[-1]
 
 
 def session_page(projects: list[int], period: dict[str, datetime], after: int) -> list[Session]:
