@@ -240,3 +240,13 @@ def test_the_steps_list_refuses_what_it_cannot_read(api, query):
 
 def test_the_steps_list_needs_a_token(client):
     assert client.get("/api/v1/steps").status_code == 401
+
+
+def test_a_row_holds_the_longest_id_and_any_priority_a_tool_gives(api):
+    long_id = "步" * 500  # the longest id a plan takes
+    qwen = {"todos": [{"id": long_id, "content": "Translate", "status": "in_progress"}]}
+    assert api.call("q1", "todo_write", qwen).status_code == 200
+    opencode = {"todos": [{"content": "Ship", "status": "pending", "priority": "whenever-you-can"}]}
+    assert api.call("o1", "todowrite", opencode).status_code == 200
+    assert Step.objects.get(session__key="q1").step_id == long_id
+    assert Step.objects.get(session__key="o1").priority == "whenever-you-can"

@@ -288,13 +288,14 @@ class Step(models.Model):
     write, a session's rows are its last revision's list."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="steps", db_index=False)
-    step_id = models.CharField(max_length=200)  # the step's id in the plan (the caller's, or the server's "1", "2", …)
+    # The step's id in the plan (the caller's, at most 500 characters, or the server's "1", "2", …).
+    step_id = models.CharField(max_length=500)
     position = models.PositiveIntegerField()
     content = models.TextField()
     active_form = models.TextField(blank=True)
     notes = models.TextField(blank=True)
     status = models.CharField(max_length=11)
-    priority = models.CharField(max_length=6, blank=True)
+    priority = models.TextField(blank=True)  # as the agent gave it: some tools take any word
     owner = models.CharField(max_length=200, blank=True)
     blocked_by = models.JSONField(default=list, blank=True)  # ids of the steps it waits for
     first_seen_at = models.DateTimeField()
