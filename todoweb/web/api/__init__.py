@@ -75,6 +75,7 @@ from todoweb.web.api import (  # noqa: E402
     live,
     people,
     questions,
+    search,
     sessions,
     share,
     steps,
@@ -86,6 +87,7 @@ api.add_router("", tools.router)
 api.add_router("", hooks.router)
 api.add_router("", sessions.router)
 api.add_router("", steps.router)
+api.add_router("", search.router)
 api.add_router("", export.router)
 api.add_router("", agent.router)
 api.add_router("", share.router)
