@@ -22,7 +22,9 @@ MAX_WORDS = 10
 
 
 class SearchQuery(Schema):
-    q: str = Field(..., min_length=1, max_length=200, pattern=r"^[^\x00]*[^\x00\s][^\x00]*$", description="words, any order")
+    q: str = Field(
+        ..., min_length=1, max_length=200, pattern=r"^[^\x00]*[^\x00\s][^\x00]*$", description="words, any order"
+    )
     limit: int = Field(20, ge=1, le=100)
     cursor: str | None = None
 
